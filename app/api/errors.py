@@ -1,0 +1,81 @@
+"""One error shape for the whole API: {"code", "status", "message", "errors": {field: [messages]}}."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response, jsonify
+from redis.exceptions import RedisError
+from sqlalchemy.exc import OperationalError
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    def __init__(
+        self, status: int, code: str, message: str, errors: dict[str, list[str]] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.errors = errors or {}
+
+
+def validation_error(errors: dict[str, Any], message: str = "The request body is invalid.") -> ApiError:
+    return ApiError(422, "validation_error", message, _flatten(errors))
+
+
+def not_found(what: str, ident: object) -> ApiError:
+    return ApiError(404, "not_found", f"{what} {ident} does not exist.")
+
+
+def error_body(status: int, code: str, message: str, errors: dict[str, list[str]] | None = None) -> Response:
+    response = jsonify({"code": code, "status": status, "message": message, "errors": errors or {}})
+    response.status_code = status
+    return response
+
+
+def _flatten(errors: Any, prefix: str = "") -> dict[str, list[str]]:
+    """marshmallow nests errors for nested fields and lists; the API names each field by a dotted path."""
+    flat: dict[str, list[str]] = {}
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if isinstance(value, dict):
+                flat.update(_flatten(value, name))
+            elif isinstance(value, list):
+                flat[name] = [str(v) for v in value]
+            else:
+                flat[name] = [str(value)]
+    else:
+        flat[prefix or "_schema"] = [str(errors)]
+    return flat
+
+
+def init_app(app: Flask) -> None:
+    @app.errorhandler(ApiError)
+    def _api_error(exc: ApiError) -> Response:
+        return error_body(exc.status, exc.code, exc.message, exc.errors)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> Response:
+        code = (exc.name or "error").lower().replace(" ", "_")
+        return error_body(exc.code or 500, code, exc.description or exc.name)
+
+    @app.errorhandler(RedisError)
+    def _redis_down(exc: RedisError) -> Response:
+        log.warning("Redis unavailable: %s", exc)
+        return error_body(503, "redis_unavailable", "Redis is unreachable; nothing was changed. Try again.")
+
+    @app.errorhandler(OperationalError)
+    def _database_down(exc: OperationalError) -> Response:
+        log.warning("database unavailable: %s", exc)
+        return error_body(503, "database_unavailable", "The database is unreachable or busy. Try again.")
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        log.exception("unhandled error")
+        return error_body(500, "internal_error", "An unexpected error occurred.")

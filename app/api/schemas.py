@@ -1,0 +1,173 @@
+"""Request validation (marshmallow) and response shapes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+
+from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
+
+TIMING_KINDS = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
+TIMING_FIELDS = (
+    *TIMING_KINDS, "anchor_date", "day_or", "timezone", "start_at", "end_at",
+    "only_between", "not_on", "jitter_seconds",
+)
+
+
+def _int(minimum: int, **kwargs: Any) -> fields.Integer:
+    return fields.Integer(strict=True, validate=validate.Range(min=minimum), **kwargs)
+
+
+def _instant(**kwargs: Any) -> fields.AwareDateTime:
+    return fields.AwareDateTime(default_timezone=UTC, **kwargs)
+
+
+class WorkflowIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    task = fields.String(required=True, validate=validate.Length(min=1, max=200))
+
+
+class ScheduleIn(Schema):
+    """Create body; PATCH loads it with partial=True. Exactly one kind of timing is checked by app.timing."""
+
+    class Meta:
+        unknown = RAISE
+
+    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    description = fields.String(allow_none=True, validate=validate.Length(max=10_000))
+    workflow_id = _int(1, required=True)
+    trigger_node_id = fields.String(allow_none=True, validate=validate.Length(max=200))
+    total_repeats = _int(0)
+    max_retries = _int(0)
+    timeout_seconds = _int(1)
+    trigger_payload = fields.Raw(allow_none=True)
+
+    interval_seconds = _int(1, allow_none=True)
+    every = fields.String(allow_none=True)
+    cron = fields.String(allow_none=True, validate=validate.Length(min=1, max=200))
+    day_or = fields.Boolean()
+    rrule = fields.String(allow_none=True, validate=validate.Length(min=1, max=6500))
+    at = _instant(allow_none=True)
+    after_seconds = _int(1, allow_none=True)
+    anchor_date = _instant(allow_none=True)
+    timezone = fields.String(validate=validate.Length(min=1, max=64))
+    start_at = _instant(allow_none=True)
+    end_at = _instant(allow_none=True)
+    only_between = fields.String(allow_none=True)
+    not_on = fields.List(fields.Raw(), allow_none=True)
+    jitter_seconds = _int(0)
+
+    @validates_schema
+    def _window(self, data: dict[str, Any], **_: Any) -> None:
+        start, end = data.get("start_at"), data.get("end_at")
+        if start and end and end <= start:
+            raise ValidationError("end_at must be after start_at.", field_name="end_at")
+
+
+class PreviewIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    interval_seconds = _int(1, allow_none=True)
+    every = fields.String(allow_none=True)
+    cron = fields.String(allow_none=True, validate=validate.Length(min=1, max=200))
+    day_or = fields.Boolean()
+    rrule = fields.String(allow_none=True, validate=validate.Length(min=1, max=6500))
+    at = _instant(allow_none=True)
+    after_seconds = _int(1, allow_none=True)
+    anchor_date = _instant(allow_none=True)
+    timezone = fields.String(validate=validate.Length(min=1, max=64))
+    start_at = _instant(allow_none=True)
+    end_at = _instant(allow_none=True)
+    only_between = fields.String(allow_none=True)
+    not_on = fields.List(fields.Raw(), allow_none=True)
+    jitter_seconds = _int(0)
+    count = fields.Integer(strict=True, validate=validate.Range(min=1, max=100), load_default=5)
+
+
+class BatchDeleteIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    schedule_ids = fields.List(fields.String(), required=True, validate=validate.Length(min=1, max=1000))
+
+
+class PageIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    limit = fields.Integer(validate=validate.Range(min=1, max=1000), load_default=50)
+    offset = fields.Integer(validate=validate.Range(min=0), load_default=0)
+
+
+class ScheduleListIn(PageIn):
+    status = fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus]))
+    workflow_id = fields.Integer(validate=validate.Range(min=1))
+
+
+def iso(instant: datetime | None) -> str | None:
+    return None if instant is None else instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def workflow_out(workflow: Workflow) -> dict[str, Any]:
+    return {"id": workflow.id, "name": workflow.name, "task": workflow.task, "created_at": iso(workflow.created_at)}
+
+
+def schedule_out(schedule: ScheduledJob, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = {
+        "id": schedule.id,
+        "name": schedule.name,
+        "description": schedule.description,
+        "workflow_id": schedule.workflow_id,
+        "trigger_node_id": schedule.trigger_node_id,
+        "interval_seconds": schedule.interval_seconds,
+        "cron": schedule.cron,
+        "day_or": schedule.day_or,
+        "rrule": schedule.rrule,
+        "at": iso(schedule.at),
+        "anchor_date": iso(schedule.anchor_at) if schedule.anchor_explicit else None,
+        "timezone": schedule.timezone,
+        "start_at": iso(schedule.start_at),
+        "end_at": iso(schedule.end_at),
+        "only_between": schedule.only_between,
+        "not_on": schedule.not_on,
+        "jitter_seconds": schedule.jitter_seconds,
+        "total_repeats": schedule.total_repeats,
+        "max_retries": schedule.max_retries,
+        "timeout_seconds": schedule.timeout_seconds,
+        "trigger_payload": schedule.trigger_payload,
+        "status": schedule.status,
+        "current_repeat": schedule.current_repeat,
+        "current_retry": schedule.current_retry,
+        "last_run_at": iso(schedule.last_run_at),
+        "next_run_at": iso(schedule.next_run_at),
+        "run_count": schedule.run_count,
+        "error_count": schedule.error_count,
+        "last_error": schedule.last_error,
+        "revision": schedule.revision,
+        "created_at": iso(schedule.created_at),
+        "updated_at": iso(schedule.updated_at),
+    }
+    if extra:
+        body.update(extra)
+    return body
+
+
+def run_out(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "schedule_id": run.schedule_id,
+        "repeat_number": run.repeat_number,
+        "retry_number": run.retry_number,
+        "scheduled_for": iso(run.scheduled_for),
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at),
+        "status": run.status,
+        "error": run.error,
+        "worker": run.worker,
+    }

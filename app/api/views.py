@@ -1,0 +1,224 @@
+"""HTTP views: parse, call app.schedules, shape the answer. No chain logic here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+from marshmallow import Schema, ValidationError
+from sqlalchemy import func, select
+
+from app import clock, schedules, timing
+from app.api.errors import ApiError, not_found, validation_error
+from app.api.schemas import (
+    BatchDeleteIn,
+    PageIn,
+    PreviewIn,
+    ScheduleIn,
+    ScheduleListIn,
+    WorkflowIn,
+    iso,
+    run_out,
+    schedule_out,
+    workflow_out,
+)
+from app.chain import planning
+from app.extensions import db
+from app.models import Run, ScheduledJob, Workflow
+from app.tasks import get_task, task_names
+
+api = Blueprint("api", __name__, url_prefix="/api/v1")
+
+
+def _body(schema: Schema, partial: bool = False) -> dict[str, Any]:
+    payload = request.get_json(silent=True)
+    if not isinstance(payload, dict):
+        raise ApiError(400, "bad_request", "The body must be a JSON object (Content-Type: application/json).")
+    try:
+        return schema.load(payload, partial=partial)
+    except ValidationError as exc:
+        raise validation_error(exc.messages) from exc
+
+
+def _query(schema: Schema) -> dict[str, Any]:
+    try:
+        return schema.load(request.args.to_dict())
+    except ValidationError as exc:
+        raise validation_error(exc.messages, "The query string is invalid.") from exc
+
+
+def _created(body: dict[str, Any]) -> tuple[Response, int]:
+    return jsonify(body), 201
+
+
+def _schedule_or_404(schedule_id: str) -> ScheduledJob:
+    schedule = db.session.get(ScheduledJob, schedule_id)
+    if schedule is None:
+        raise not_found("schedule", schedule_id)
+    return schedule
+
+
+def _schedule_body(schedule: ScheduledJob) -> dict[str, Any]:
+    now = clock.utcnow()
+    spec = planning.spec_of(schedule)
+    return schedule_out(
+        schedule,
+        {"timing_description": spec.describe(), "next_runs": [iso(t) for t in schedules.next_runs(schedule, now)]},
+    )
+
+
+def _service(call: Any, *args: Any) -> ScheduledJob:
+    try:
+        return call(*args)
+    except LookupError as exc:
+        db.session.rollback()
+        raise not_found("schedule", args[0]) from exc
+    except schedules.Invalid as exc:
+        db.session.rollback()
+        raise ApiError(422, "validation_error", "The request body is invalid.", exc.errors) from exc
+    except schedules.Conflict as exc:
+        db.session.rollback()
+        raise ApiError(400, "invalid_state", str(exc)) from exc
+
+
+# --- workflows ---------------------------------------------------------------------------------
+
+@api.post("/workflows/")
+def create_workflow() -> tuple[Response, int]:
+    data = _body(WorkflowIn())
+    if get_task(data["task"]) is None:
+        raise validation_error(
+            {"task": [f"unknown task {data['task']!r}; registered tasks: {', '.join(task_names())}"]}
+        )
+    workflow = Workflow(name=data["name"], task=data["task"], created_at=clock.utcnow())
+    db.session.add(workflow)
+    db.session.commit()
+    return _created(workflow_out(workflow))
+
+
+@api.get("/workflows/")
+def list_workflows() -> Response:
+    page = _query(PageIn())
+    total = db.session.scalar(select(func.count()).select_from(Workflow))
+    rows = db.session.scalars(select(Workflow).order_by(Workflow.id).limit(page["limit"]).offset(page["offset"]))
+    return jsonify({"items": [workflow_out(w) for w in rows], "total": total})
+
+
+@api.get("/workflows/<int:workflow_id>/")
+def get_workflow(workflow_id: int) -> Response:
+    workflow = db.session.get(Workflow, workflow_id)
+    if workflow is None:
+        raise not_found("workflow", workflow_id)
+    return jsonify(workflow_out(workflow))
+
+
+@api.delete("/workflows/<int:workflow_id>/")
+def delete_workflow(workflow_id: int) -> tuple[str, int]:
+    workflow = db.session.get(Workflow, workflow_id)
+    if workflow is None:
+        raise not_found("workflow", workflow_id)
+    schedule_ids = list(db.session.scalars(select(ScheduledJob.id).where(ScheduledJob.workflow_id == workflow_id)))
+    schedules.remove(schedule_ids)
+    db.session.delete(db.session.get(Workflow, workflow_id))
+    db.session.commit()
+    return "", 204
+
+
+# --- schedules ---------------------------------------------------------------------------------
+
+@api.get("/schedules/")
+def list_schedules() -> Response:
+    query = _query(ScheduleListIn())
+    where = []
+    if "status" in query:
+        where.append(ScheduledJob.status == query["status"])
+    if "workflow_id" in query:
+        where.append(ScheduledJob.workflow_id == query["workflow_id"])
+    total = db.session.scalar(select(func.count()).select_from(ScheduledJob).where(*where))
+    rows = db.session.scalars(
+        select(ScheduledJob).where(*where).order_by(ScheduledJob.created_at.desc(), ScheduledJob.id)
+        .limit(query["limit"]).offset(query["offset"])
+    )
+    return jsonify({"items": [schedule_out(s) for s in rows], "total": total})
+
+
+@api.post("/schedules/")
+def create_schedule() -> tuple[Response, int]:
+    data = _body(ScheduleIn())
+    schedule = _service(schedules.create, data, clock.utcnow())
+    return _created(_schedule_body(schedule))
+
+
+@api.post("/schedules/preview/")
+def preview_schedule() -> Response:
+    data = _body(PreviewIn())
+    now = clock.utcnow()
+    count = data.pop("count")
+    try:
+        columns = schedules.timing_columns(data, now)
+        columns.setdefault("anchor_at", clock.ceil_second(now))
+        if columns["anchor_at"] is None:
+            columns["anchor_at"] = clock.ceil_second(now)
+        spec = timing.build_spec(columns)
+    except schedules.Invalid as exc:
+        raise ApiError(422, "validation_error", "The request body is invalid.", exc.errors) from exc
+    except timing.TimingError as exc:
+        raise ApiError(422, "validation_error", "The request body is invalid.", {exc.field: [exc.message]}) from exc
+    first_after = columns["anchor_at"] if columns.get("interval_seconds") and "anchor_date" not in data else now
+    times = timing.preview(spec, max(now, first_after), count)
+    zone = spec.tz
+    return jsonify({
+        "description": spec.describe(),
+        "timezone": str(zone),
+        "next_runs": [{"utc": iso(t), "local": t.astimezone(zone).isoformat()} for t in times],
+    })
+
+
+@api.get("/schedules/<schedule_id>/")
+def get_schedule(schedule_id: str) -> Response:
+    return jsonify(_schedule_body(_schedule_or_404(schedule_id)))
+
+
+@api.patch("/schedules/<schedule_id>/")
+def update_schedule(schedule_id: str) -> Response:
+    _schedule_or_404(schedule_id)
+    data = _body(ScheduleIn(), partial=True)
+    return jsonify(_schedule_body(_service(schedules.update, schedule_id, data, clock.utcnow())))
+
+
+@api.delete("/schedules/<schedule_id>/")
+def delete_schedule(schedule_id: str) -> tuple[str, int]:
+    if not schedules.remove([schedule_id]):
+        raise not_found("schedule", schedule_id)
+    return "", 204
+
+
+@api.post("/schedules/<schedule_id>/pause/")
+def pause_schedule(schedule_id: str) -> Response:
+    return jsonify(_schedule_body(_service(schedules.pause, schedule_id, clock.utcnow())))
+
+
+@api.post("/schedules/<schedule_id>/resume/")
+def resume_schedule(schedule_id: str) -> Response:
+    return jsonify(_schedule_body(_service(schedules.resume, schedule_id, clock.utcnow())))
+
+
+@api.post("/schedules/batch-delete/")
+def batch_delete() -> Response:
+    data = _body(BatchDeleteIn())
+    deleted = schedules.remove(data["schedule_ids"])
+    missing = [i for i in data["schedule_ids"] if i not in set(deleted)]
+    return jsonify({"deleted": deleted, "not_found": missing})
+
+
+@api.get("/schedules/<schedule_id>/runs/")
+def list_runs(schedule_id: str) -> Response:
+    _schedule_or_404(schedule_id)
+    page = _query(PageIn())
+    total = db.session.scalar(select(func.count()).select_from(Run).where(Run.schedule_id == schedule_id))
+    rows = db.session.scalars(
+        select(Run).where(Run.schedule_id == schedule_id)
+        .order_by(Run.started_at.desc(), Run.repeat_number.desc(), Run.retry_number.desc())
+        .limit(page["limit"]).offset(page["offset"])
+    )
+    return jsonify({"items": [run_out(r) for r in rows], "total": total})

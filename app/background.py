@@ -1,0 +1,84 @@
+"""The loop each worker process runs beside RQ: move due links promptly, reconcile every few seconds.
+
+Reconciliation runs one at a time across all replicas under a Redis lock with an owner token
+(only its owner can release it; nobody can extend another's). Moving needs no lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+
+from flask import Flask
+from redis.exceptions import RedisError
+from sqlalchemy.exc import SQLAlchemyError
+
+from app import clock
+from app.chain.mover import Mover
+from app.extensions import db, get_queue, get_redis
+from app.recovery import reconcile
+
+log = logging.getLogger(__name__)
+
+RECONCILE_LOCK = "recur:reconcile-lock"
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def reconcile_once(app: Flask) -> dict[str, object] | None:
+    """One reconciliation pass if no other process is running one; returns its report or None."""
+    redis = get_redis(app)
+    token = uuid.uuid4().hex
+    ttl_ms = int(max(30.0, app.config["RECUR_RECONCILE_SECONDS"] * 6) * 1000)
+    if not redis.set(RECONCILE_LOCK, token, nx=True, px=ttl_ms):
+        return None
+    try:
+        with app.app_context():
+            started = time.monotonic()
+            report = reconcile(clock.utcnow()).as_dict()
+            report["seconds"] = round(time.monotonic() - started, 3)
+            db.session.remove()
+        if report["links_repaired"] or report["runs_written_off"]:
+            log.warning("reconcile: %s", report)
+        return report
+    finally:
+        redis.eval(_RELEASE, 1, RECONCILE_LOCK, token)
+
+
+def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = None) -> None:
+    """Loop until `stop` is set (or the parent worker is gone): move due links, reconcile periodically."""
+    redis = get_redis(app)
+    mover = Mover(redis, get_queue(app))
+    max_sleep = app.config["RECUR_MOVER_MAX_SLEEP"]
+    every = app.config["RECUR_RECONCILE_SECONDS"]
+    next_reconcile = 0.0
+    while not stop.is_set():
+        if parent_pid is not None and os.getppid() != parent_pid:
+            return
+        try:
+            mover.move_due(clock.utcnow())
+            if time.monotonic() >= next_reconcile:
+                next_reconcile = time.monotonic() + every
+                reconcile_once(app)
+            head = mover.next_due()
+        except (RedisError, SQLAlchemyError, OSError) as exc:
+            log.warning("background pass failed (%s); retrying", exc)
+            head = None
+            stop.wait(1.0)
+        wait = max_sleep if head is None else min(max_sleep, max(0.0, head - time.time()))
+        stop.wait(wait)
+
+
+def background_process_main(app: Flask, parent_pid: int) -> None:
+    """Entry of the forked helper process: exits on SIGTERM/SIGINT or when its worker dies."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    get_redis(app).connection_pool.reset()
+    run_background(app, stop, parent_pid)

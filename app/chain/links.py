@@ -1,0 +1,129 @@
+"""The Redis side of a chain: put a schedule's pending link into RQ, take it out, look for it.
+
+Links are ordinary RQ jobs in RQ's ScheduledJobRegistry and queue, visible to `rq info`.
+Functions that write accept an optional pipeline and only execute a pipeline they created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from redis import Redis
+from redis.client import Pipeline
+from rq import Queue
+from rq.job import Job
+from rq.registry import ScheduledJobRegistry
+
+from app.chain.ids import link_id
+
+LINK_FUNC = "app.chain.link.run_link"
+# RQ kills the work horse this long after the task's own timeout, if the task ignores it.
+HORSE_GRACE_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class LinkPlan:
+    """Everything a pending link carries: which tick of which revision, and when it may run."""
+
+    schedule_id: str
+    revision: int
+    repeat: int
+    retry: int
+    scheduled_for: datetime  # nominal time (UTC, whole seconds)
+    due_at: datetime  # nominal + jitter: when RQ may start it (UTC, whole seconds)
+    timeout_seconds: int
+
+    @property
+    def job_id(self) -> str:
+        return link_id(self.schedule_id, self.repeat, self.retry)
+
+    @property
+    def description(self) -> str:
+        # Kept in the job hash as plain text so that recovery can read the revision without unpickling.
+        return (
+            f"recur link {self.schedule_id} n{self.repeat} rc{self.retry} r{self.revision} "
+            f"for {self.scheduled_for.isoformat()}"
+        )
+
+
+def revision_of(description: str | None) -> int | None:
+    if not description or not description.startswith("recur link "):
+        return None
+    for word in description.split():
+        if word.startswith("r") and word[1:].isdigit():
+            return int(word[1:])
+    return None
+
+
+def put_link(queue: Queue, plan: LinkPlan, result_ttl: int, pipeline: Pipeline | None = None) -> None:
+    """Schedule `plan` as the pending link, replacing any copy under the same ID that has not started.
+
+    The replacement is one MULTI/EXEC: a reader never sees the old and the new copy at once.
+    """
+    redis = queue.connection
+    pipe = pipeline if pipeline is not None else redis.pipeline(transaction=True)
+    _remove_pending(queue, plan.job_id, pipe)
+    job = queue.create_job(
+        LINK_FUNC,
+        kwargs={
+            "schedule_id": plan.schedule_id,
+            "revision": plan.revision,
+            "repeat": plan.repeat,
+            "retry": plan.retry,
+            "scheduled_for": plan.scheduled_for.isoformat(),
+        },
+        job_id=plan.job_id,
+        timeout=plan.timeout_seconds + HORSE_GRACE_SECONDS,
+        result_ttl=result_ttl,
+        failure_ttl=max(result_ttl, 86400),
+        description=plan.description,
+    )
+    queue.schedule_job(job, plan.due_at, pipeline=pipe)
+    if pipeline is None:
+        pipe.execute()
+
+
+def cancel_link(queue: Queue, job_id: str, pipeline: Pipeline | None = None) -> None:
+    """Take a pending (scheduled or queued) link out of Redis. A started link is left alone: it is fenced."""
+    pipe = pipeline if pipeline is not None else queue.connection.pipeline(transaction=True)
+    _remove_pending(queue, job_id, pipe)
+    if pipeline is None:
+        pipe.execute()
+
+
+def _remove_pending(queue: Queue, job_id: str, pipe: Pipeline) -> None:
+    pipe.zrem(ScheduledJobRegistry(queue=queue).key, job_id)
+    pipe.lrem(queue.key, 0, job_id)
+    # Only the pending copy's hash goes; a started one keeps its hash so RQ can finish it cleanly.
+    pipe.eval(_DELETE_IF_PENDING, 1, Job.key_for(job_id))
+
+
+_DELETE_IF_PENDING = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'scheduled' or status == 'queued' then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str]) -> list[int | None]:
+    """For each link ID, the revision of its pending copy in Redis, or None when there is none.
+
+    Pending means scheduled (in the scheduled registry) or queued; a started link is not pending.
+    """
+    registry_key = ScheduledJobRegistry(queue=queue).key
+    with redis.pipeline(transaction=False) as pipe:
+        for job_id in job_ids:
+            pipe.hmget(Job.key_for(job_id), "status", "description")
+            pipe.zscore(registry_key, job_id)
+        replies = pipe.execute()
+    out: list[int | None] = []
+    for index in range(len(job_ids)):
+        (status, description), score = replies[2 * index], replies[2 * index + 1]
+        status = status.decode() if status else None
+        description = description.decode() if description else None
+        pending = (status == "scheduled" and score is not None) or status == "queued"
+        out.append(revision_of(description) if pending else None)
+    return out

@@ -1,0 +1,54 @@
+"""Settings, read from the environment in one place."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INSTANCE_DIR = Path(__file__).resolve().parent.parent / "instance"
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return default if raw in (None, "") else int(raw)
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return default if raw in (None, "") else float(raw)
+
+
+@dataclass
+class Settings:
+    REDIS_URL: str = "redis://localhost:6379/0"
+    DATABASE_URL: str = f"sqlite:///{INSTANCE_DIR / 'recur.db'}"
+    RECUR_QUEUE: str = "recur"
+    RECUR_TASK_MODULES: list[str] = field(default_factory=list)
+    RECUR_RECONCILE_SECONDS: float = 5.0
+    RECUR_LEASE_SECONDS: float = 6.0
+    RECUR_MOVER_MAX_SLEEP: float = 0.2
+    RECUR_LINK_RESULT_TTL: int = 300
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        defaults = cls()
+        modules = os.environ.get("RECUR_TASK_MODULES", "")
+        return cls(
+            REDIS_URL=os.environ.get("REDIS_URL") or defaults.REDIS_URL,
+            DATABASE_URL=os.environ.get("DATABASE_URL") or defaults.DATABASE_URL,
+            RECUR_QUEUE=os.environ.get("RECUR_QUEUE") or defaults.RECUR_QUEUE,
+            RECUR_TASK_MODULES=[m.strip() for m in modules.split(",") if m.strip()],
+            RECUR_RECONCILE_SECONDS=_float("RECUR_RECONCILE_SECONDS", defaults.RECUR_RECONCILE_SECONDS),
+            RECUR_LEASE_SECONDS=_float("RECUR_LEASE_SECONDS", defaults.RECUR_LEASE_SECONDS),
+            RECUR_MOVER_MAX_SLEEP=_float("RECUR_MOVER_MAX_SLEEP", defaults.RECUR_MOVER_MAX_SLEEP),
+            RECUR_LINK_RESULT_TTL=_int("RECUR_LINK_RESULT_TTL", defaults.RECUR_LINK_RESULT_TTL),
+        )
+
+    def as_flask_config(self) -> dict[str, object]:
+        url = self.DATABASE_URL
+        if url.startswith("postgres://"):
+            url = "postgresql://" + url[len("postgres://"):]
+        if url.startswith("postgresql://"):
+            url = "postgresql+psycopg://" + url[len("postgresql://"):]
+        return {**self.__dict__, "SQLALCHEMY_DATABASE_URI": url}

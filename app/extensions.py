@@ -1,0 +1,63 @@
+"""Extension objects and connection factories. Nothing connects at import time."""
+
+from __future__ import annotations
+
+import os
+
+from flask import Flask, current_app
+from flask_sqlalchemy import SQLAlchemy
+from redis import Redis
+from rq import Queue
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+db = SQLAlchemy(model_class=Base)
+
+
+def init_app(app: Flask) -> None:
+    db.init_app(app)
+    with app.app_context():
+        engine = db.engine
+        if engine.dialect.name == "sqlite":
+            event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "begin", _sqlite_begin_immediate)
+        # A forked RQ work horse must not share pooled connections with its parent.
+        os.register_at_fork(after_in_child=lambda: engine.dispose(close=False))
+    app.extensions["recur.redis"] = Redis.from_url(app.config["REDIS_URL"])
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    # Let SQLAlchemy, not the driver, open transactions, so that each one takes the write lock
+    # up front (BEGIN IMMEDIATE): a read-then-write transaction can then wait for the lock
+    # instead of failing with "database is locked" when another process wrote in between.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_begin_immediate(conn) -> None:  # type: ignore[no-untyped-def]
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def get_redis(app: Flask | None = None) -> Redis:
+    return (app or current_app).extensions["recur.redis"]
+
+
+def get_queue(app: Flask | None = None) -> Queue:
+    app = app or current_app
+    return Queue(app.config["RECUR_QUEUE"], connection=get_redis(app))
+
+
+def engine_of(app: Flask | None = None) -> Engine:
+    with (app or current_app).app_context():
+        return db.engine

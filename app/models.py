@@ -1,0 +1,134 @@
+"""Persistent state: workflows, schedules and the run history. The database is the source of truth."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.extensions import db
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Stores naive UTC, hands back aware UTC: SQLite keeps no offset, and we never want local time."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+class ScheduleStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    DONE = "done"
+    DEAD = "dead"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    SKIPPED = "skipped"
+
+
+def _uuid() -> str:
+    return str(uuid.uuid4())
+
+
+class Workflow(db.Model):  # type: ignore[name-defined,misc]
+    __tablename__ = "workflows"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    task: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
+    __tablename__ = "scheduled_jobs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"), index=True)
+    trigger_node_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    interval_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    total_repeats: Mapped[int] = mapped_column(Integer, default=0)
+    max_retries: Mapped[int] = mapped_column(Integer, default=3)
+    timeout_seconds: Mapped[int] = mapped_column(Integer, default=600)
+    trigger_payload: Mapped[Any] = mapped_column(JSON, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default=ScheduleStatus.ACTIVE.value, index=True)
+    current_repeat: Mapped[int] = mapped_column(Integer, default=0)
+    current_retry: Mapped[int] = mapped_column(Integer, default=0)
+    last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    run_count: Mapped[int] = mapped_column(Integer, default=0)
+    error_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    # Calendar timing (see app.timing); exactly one of interval_seconds / cron / rrule / at is set.
+    anchor_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    anchor_explicit: Mapped[bool] = mapped_column(default=False)
+    cron: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    day_or: Mapped[bool] = mapped_column(default=True)
+    rrule: Mapped[str | None] = mapped_column(Text, nullable=True)
+    at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    start_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    end_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    only_between: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    not_on: Mapped[Any] = mapped_column(JSON, nullable=True)
+    jitter_seconds: Mapped[int] = mapped_column(Integer, default=0)
+
+    # Fencing: bumped by every edit that re-plans; a link carries the revision it was planned under.
+    revision: Mapped[int] = mapped_column(Integer, default=0)
+    # The Run that has claimed the current tick and not yet finished; NULL when nothing runs.
+    running_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+
+    def timing_fields(self) -> dict[str, Any]:
+        return {
+            "interval_seconds": self.interval_seconds,
+            "anchor_at": self.anchor_at,
+            "cron": self.cron,
+            "day_or": self.day_or,
+            "rrule": self.rrule,
+            "at": self.at,
+            "timezone": self.timezone,
+            "start_at": self.start_at,
+            "end_at": self.end_at,
+            "only_between": self.only_between,
+            "not_on": self.not_on,
+            "jitter_seconds": self.jitter_seconds,
+        }
+
+
+class Run(db.Model):  # type: ignore[name-defined,misc]
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_schedule_started", "schedule_id", "started_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)
+    schedule_id: Mapped[str] = mapped_column(ForeignKey("scheduled_jobs.id", ondelete="CASCADE"))
+    repeat_number: Mapped[int] = mapped_column(Integer)
+    retry_number: Mapped[int] = mapped_column(Integer)
+    scheduled_for: Mapped[datetime] = mapped_column(UTCDateTime())
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)

@@ -1,0 +1,105 @@
+"""Reconcile Redis with the database: re-create missing links, write off runs whose worker is gone.
+
+Idempotent and safe to run anywhere, any time, by several processes at once: a link is only ever
+(re)put under the ID the committed row expects, replacing any pending copy, and every link is fenced.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import select
+
+from app.chain import planning, state
+from app.chain.handoff import hand_off
+from app.chain.ids import link_id
+from app.chain.leases import holders
+from app.chain.links import pending_revisions
+from app.extensions import db, get_queue, get_redis
+from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
+
+log = logging.getLogger(__name__)
+
+BATCH = 1000
+
+
+@dataclass
+class Report:
+    checked: int = 0
+    links_repaired: list[str] = field(default_factory=list)
+    runs_written_off: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "checked": self.checked,
+            "links_repaired": len(self.links_repaired),
+            "runs_written_off": len(self.runs_written_off),
+        }
+
+
+def reconcile(now: datetime) -> Report:
+    report = Report()
+    redis = get_redis()
+    queue = get_queue()
+    lease_grace = timedelta(seconds=current_app.config["RECUR_LEASE_SECONDS"])
+    last_id = ""
+    while True:
+        rows = db.session.execute(
+            select(
+                ScheduledJob.id, ScheduledJob.revision, ScheduledJob.current_repeat,
+                ScheduledJob.current_retry, ScheduledJob.running_run_id,
+            )
+            .where((ScheduledJob.status == ScheduleStatus.ACTIVE.value) & (ScheduledJob.id > last_id))
+            .order_by(ScheduledJob.id)
+            .limit(BATCH)
+        ).all()
+        db.session.rollback()
+        if not rows:
+            return report
+        last_id = rows[-1].id
+        report.checked += len(rows)
+
+        idle = [r for r in rows if r.running_run_id is None]
+        revisions = pending_revisions(redis, queue, [link_id(r.id, r.current_repeat, r.current_retry) for r in idle])
+        for row, pending in zip(idle, revisions, strict=True):
+            if pending != row.revision:
+                _repair_link(row.id, now, report)
+
+        running = [r for r in rows if r.running_run_id is not None]
+        for row, lease in zip(running, holders(redis, [r.id for r in running]), strict=True):
+            if lease is None:
+                _write_off_if_lost(row.running_run_id, now, lease_grace, report)
+
+
+def _repair_link(schedule_id: str, now: datetime, report: Report) -> None:
+    schedule = db.session.get(ScheduledJob, schedule_id, populate_existing=True)
+    if schedule is None or schedule.status != ScheduleStatus.ACTIVE.value or schedule.running_run_id:
+        db.session.rollback()
+        return
+    if schedule.next_run_at is None:
+        schedule.next_run_at = planning.first_nominal(schedule, now)
+        if schedule.next_run_at is None:
+            schedule.status = ScheduleStatus.DONE.value
+        db.session.commit()
+    job_id = hand_off(schedule)
+    db.session.rollback()
+    if job_id:
+        report.links_repaired.append(job_id)
+        log.warning("recovery: re-created missing link %s", job_id)
+
+
+def _write_off_if_lost(run_id: str, now: datetime, grace: timedelta, report: Report) -> None:
+    run = db.session.get(Run, run_id, populate_existing=True)
+    db.session.rollback()
+    if run is None or run.status != "running" or now - run.started_at < grace:
+        return
+    reason = "worker_lost: its worker stopped renewing the lease"
+    schedule = state.finish_run(run_id, RunStatus.FAILED, reason, now)
+    report.runs_written_off.append(run_id)
+    log.warning("recovery: run %s lost its worker; counted as a failure", run_id)
+    if schedule is not None:
+        hand_off(schedule)
+        db.session.rollback()

@@ -1,0 +1,216 @@
+"""Operations on schedules that the API (and the CLI) perform: each commits, then hands off to Redis."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select
+
+from app import timing
+from app.chain import planning
+from app.chain.handoff import hand_off, withdraw
+from app.clock import ceil_second
+from app.extensions import db, get_redis
+from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
+
+# Request fields that set the timing columns, and the columns they set.
+_KIND_COLUMNS = ("interval_seconds", "cron", "rrule", "at")
+_CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between", "not_on", "jitter_seconds")
+_PLAIN_COLUMNS = (
+    "name", "description", "workflow_id", "trigger_node_id", "total_repeats", "max_retries",
+    "timeout_seconds", "trigger_payload",
+)
+
+
+class Conflict(Exception):
+    """The schedule is not in a state that allows the operation (a 400)."""
+
+
+class Invalid(Exception):
+    """A field's value is not acceptable: carries {field: [messages]} (a 422)."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__(errors)
+        self.errors = errors
+
+
+def timing_columns(data: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """Turn request timing fields into column values: `every` -> interval, `after_seconds` -> `at`."""
+    kinds = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
+    given = [k for k in kinds if data.get(k) is not None]
+    out: dict[str, Any] = {}
+    if given:
+        if len(given) > 1:
+            raise Invalid({"timing": [f"give exactly one kind of timing; got {' and '.join(given)}"]})
+        out = dict.fromkeys(_KIND_COLUMNS)
+        kind = given[0]
+        if kind == "every":
+            out["interval_seconds"] = _checked(lambda: timing.parse_every(data["every"]))
+        elif kind == "after_seconds":
+            out["at"] = ceil_second(now) + timedelta(seconds=data["after_seconds"])
+        else:
+            out[kind] = data[kind]
+        if kind == "at":
+            _checked(lambda: timing.validate_not_past(ceil_second(data["at"]), now))
+            out["at"] = ceil_second(data["at"])
+    for column in _CONSTRAINT_COLUMNS:
+        if column in data:
+            out[column] = data[column]
+    if out.get("timezone") is None and "timezone" in out:
+        out["timezone"] = "UTC"
+    if "anchor_date" in data:
+        out["anchor_at"] = ceil_second(data["anchor_date"]) if data["anchor_date"] else None
+        out["anchor_explicit"] = data["anchor_date"] is not None
+    for column in ("start_at", "end_at"):
+        if out.get(column) is not None:
+            out[column] = ceil_second(out[column])
+    return out
+
+
+def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
+    _require_workflow(data["workflow_id"])
+    columns = timing_columns(data, now)
+    if not any(columns.get(k) is not None for k in _KIND_COLUMNS):
+        raise Invalid({"timing": ["give exactly one kind of timing: interval_seconds, every, cron, rrule, at "
+                                  "or after_seconds"]})
+    schedule = ScheduledJob(
+        **{k: data[k] for k in _PLAIN_COLUMNS if k in data},
+        **columns,
+        status=ScheduleStatus.ACTIVE.value,
+        created_at=now,
+        updated_at=now,
+    )
+    _defaults(schedule)
+    if schedule.anchor_at is None:
+        schedule.anchor_at = ceil_second(now)
+    schedule.next_run_at = _first(schedule, now)
+    get_redis().ping()  # refuse before writing anything if the link could not be handed off
+    db.session.add(schedule)
+    db.session.commit()
+    hand_off(schedule)
+    return schedule
+
+
+def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJob:
+    schedule = _locked(schedule_id)
+    if "workflow_id" in data:
+        _require_workflow(data["workflow_id"])
+    columns = timing_columns(data, now)
+    if "anchor_at" in columns and columns["anchor_at"] is None:
+        columns["anchor_at"] = ceil_second(now)
+    for key in _PLAIN_COLUMNS:
+        if key in data:
+            setattr(schedule, key, data[key])
+    for key, value in columns.items():
+        setattr(schedule, key, value)
+    _defaults(schedule)
+    replan = bool(columns) or "timeout_seconds" in data
+    if replan:
+        schedule.revision += 1
+    if columns and schedule.status == ScheduleStatus.ACTIVE.value:
+        schedule.next_run_at = _first(schedule, now)
+    else:
+        _validate_spec(schedule)
+    schedule.updated_at = now
+    if replan and schedule.status == ScheduleStatus.ACTIVE.value:
+        get_redis().ping()
+    db.session.commit()
+    if replan:
+        hand_off(schedule)
+    return schedule
+
+
+def pause(schedule_id: str, now: datetime) -> ScheduledJob:
+    schedule = _locked(schedule_id)
+    if schedule.status != ScheduleStatus.ACTIVE.value:
+        raise Conflict(f"only an active schedule can be paused; this one is {schedule.status}")
+    schedule.status = ScheduleStatus.PAUSED.value
+    schedule.next_run_at = None
+    schedule.revision += 1
+    schedule.updated_at = now
+    db.session.commit()
+    withdraw(schedule)
+    return schedule
+
+
+def resume(schedule_id: str, now: datetime) -> ScheduledJob:
+    schedule = _locked(schedule_id)
+    if schedule.status != ScheduleStatus.PAUSED.value:
+        raise Conflict(f"only a paused schedule can be resumed; this one is {schedule.status}")
+    schedule.status = ScheduleStatus.ACTIVE.value
+    schedule.revision += 1
+    if schedule.interval_seconds and not schedule.anchor_explicit:
+        schedule.anchor_at = ceil_second(now)
+    schedule.next_run_at = _first(schedule, now)
+    schedule.updated_at = now
+    get_redis().ping()
+    db.session.commit()
+    hand_off(schedule)
+    return schedule
+
+
+def remove(schedule_ids: list[str]) -> list[str]:
+    """Delete schedules, their run history and their pending links; returns the IDs that existed."""
+    schedules = db.session.scalars(select(ScheduledJob).where(ScheduledJob.id.in_(schedule_ids))).all()
+    found = [s.id for s in schedules]
+    if found:
+        db.session.execute(delete(Run).where(Run.schedule_id.in_(found)))
+        db.session.execute(delete(ScheduledJob).where(ScheduledJob.id.in_(found)))
+    db.session.commit()
+    for schedule in schedules:
+        withdraw(schedule)
+    return found
+
+
+def next_runs(schedule: ScheduledJob, now: datetime, count: int = 5) -> list[datetime]:
+    """The nominal times of the next runs: the planned one first, then the spec's, within total_repeats."""
+    if schedule.status not in (ScheduleStatus.ACTIVE.value, ScheduleStatus.PAUSED.value):
+        return []
+    if schedule.total_repeats:
+        count = max(0, min(count, schedule.total_repeats - schedule.run_count))
+    first = schedule.next_run_at or planning.first_nominal(schedule, now)
+    if first is None or count == 0:
+        return []
+    return [first, *timing.preview(planning.spec_of(schedule), first, count - 1)]
+
+
+def _first(schedule: ScheduledJob, now: datetime) -> datetime:
+    _validate_spec(schedule)
+    first = planning.first_nominal(schedule, now)
+    if first is None:
+        raise Invalid({"timing": ["this timing has no run after now (check at, end_at, COUNT/UNTIL, windows)"]})
+    return first
+
+
+def _validate_spec(schedule: ScheduledJob) -> None:
+    _checked(lambda: planning.spec_of(schedule))
+
+
+def _checked(build: Any) -> Any:
+    try:
+        return build()
+    except timing.TimingError as exc:
+        raise Invalid({exc.field: [exc.message]}) from exc
+
+
+def _defaults(schedule: ScheduledJob) -> None:
+    for column, default in (
+        ("total_repeats", 0), ("max_retries", 3), ("timeout_seconds", 600), ("timezone", "UTC"),
+        ("day_or", True), ("jitter_seconds", 0), ("anchor_explicit", False), ("revision", 0),
+        ("current_repeat", 0), ("current_retry", 0), ("run_count", 0), ("error_count", 0),
+    ):
+        if getattr(schedule, column) is None:
+            setattr(schedule, column, default)
+
+
+def _require_workflow(workflow_id: int) -> None:
+    if db.session.get(Workflow, workflow_id) is None:
+        raise Invalid({"workflow_id": [f"workflow {workflow_id} does not exist"]})
+
+
+def _locked(schedule_id: str) -> ScheduledJob:
+    schedule = db.session.get(ScheduledJob, schedule_id, with_for_update=True, populate_existing=True)
+    if schedule is None:
+        raise LookupError(schedule_id)
+    return schedule

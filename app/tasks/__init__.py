@@ -1,0 +1,5 @@
+"""Task registry and built-in tasks."""
+
+from app.tasks.registry import TaskEvent, get_task, load_task_modules, task, task_names
+
+__all__ = ["TaskEvent", "get_task", "load_task_modules", "task", "task_names"]

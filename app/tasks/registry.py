@@ -1,0 +1,49 @@
+"""Named task callables. The API only ever names a registered task; nothing imports a path from HTTP."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from typing import Any, TypedDict
+
+TaskFn = Callable[["TaskEvent"], Any]
+
+
+class TaskEvent(TypedDict):
+    scheduled_job_id: str
+    scheduled_job_name: str
+    repeat_number: int
+    retry_number: int
+    scheduled_for: str
+    payload: Any
+
+
+_TASKS: dict[str, TaskFn] = {}
+
+
+def task(name: str) -> Callable[[TaskFn], TaskFn]:
+    """Register `fn` under `name`: `@task("reports.daily")`."""
+
+    def register(fn: TaskFn) -> TaskFn:
+        existing = _TASKS.get(name)
+        if existing is not None and existing is not fn:
+            raise ValueError(f"task {name!r} is already registered to {existing.__module__}")
+        _TASKS[name] = fn
+        return fn
+
+    return register
+
+
+def get_task(name: str) -> TaskFn | None:
+    return _TASKS.get(name)
+
+
+def task_names() -> list[str]:
+    return sorted(_TASKS)
+
+
+def load_task_modules(modules: Iterable[str]) -> None:
+    """Import the built-ins and the user modules named in RECUR_TASK_MODULES (they register on import)."""
+    importlib.import_module("app.tasks.builtin")
+    for module in modules:
+        importlib.import_module(module)

@@ -1,0 +1,38 @@
+"""Recur's timing rules: pure functions and immutable specs turning schedule fields into fire times.
+
+Public interface:
+    build_spec(fields) -> Spec       validate a mapping of schedule fields (TimingError naming the field)
+    Spec.next_after(instant)         first nominal fire time strictly after `instant` (or None)
+    Spec.describe(), .kind, .tz, .is_one_shot, .jitter_seconds
+    preview(spec, now, count)        the next `count` nominal times after `now`
+    retry_delay(interval, retry)     back-off in seconds
+    jitter_delay(id, nominal, jitter_seconds, next_nominal)  stable per-tick delay in seconds
+    parse_every("5m")                shorthand intervals in seconds
+    validate_not_past(at, now)       one-shot time must be in the future
+
+Fields of build_spec (missing key == None): interval_seconds, anchor_at, cron, day_or (default True),
+rrule, at, timezone (IANA, default "UTC"), start_at, end_at, only_between ("HH:MM-HH:MM", local),
+not_on (weekday names or cron numbers 0 = Sunday .. 6 = Saturday, 7 = Sunday), jitter_seconds.
+Instants in and out are timezone-aware; outputs are UTC on whole seconds. "now" is always an argument.
+"""
+from __future__ import annotations
+
+from .build import build_spec
+from .delays import jitter_delay, retry_delay
+from .errors import TimingError
+from .every import parse_every
+from .oneshot import validate_not_past
+from .spec import HORIZON, MAX_CANDIDATES, Spec, preview
+
+__all__ = [
+    "HORIZON",
+    "MAX_CANDIDATES",
+    "Spec",
+    "TimingError",
+    "build_spec",
+    "jitter_delay",
+    "parse_every",
+    "preview",
+    "retry_delay",
+    "validate_not_past",
+]

@@ -1,0 +1,65 @@
+"""Cron timing: croniter iterates naive LOCAL wall-clock times, wallclock maps each to UTC.
+
+croniter never sees a zone, so DST is handled entirely here: a tick in a spring-forward gap runs at
+the first instant after the gap (several such ticks collapse into one run), a tick in a fall-back
+overlap runs once at its first occurrence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from cron_descriptor import ExpressionDescriptor, Options
+from croniter import CroniterBadDateError, croniter
+
+from .cronfields import CronFields, parse_cron
+from .wallclock import utc_to_wall, wall_to_utc
+
+# croniter's own bound for expressions that match rarely (day_or=False); the Spec bounds the rest.
+_MAX_YEARS_BETWEEN_MATCHES = 6
+
+
+@dataclass(frozen=True)
+class CronTiming:
+    """A validated 5-field cron expression evaluated in wall-clock time of `tz`."""
+
+    fields: CronFields
+    tz: ZoneInfo
+    day_or: bool = True
+    kind: str = "cron"
+    is_one_shot: bool = False
+
+    @classmethod
+    def parse(cls, expression: str, tz: ZoneInfo, day_or: bool = True) -> CronTiming:
+        """Validate `expression` (TimingError("cron") naming field, value and range) and build."""
+        return cls(parse_cron(expression, day_or), tz, day_or)
+
+    def next_after(self, instant: datetime) -> datetime | None:
+        """First run strictly after `instant`.
+
+        Wall-to-UTC is monotonic, so ticks before the wall time of `instant` cannot qualify; ticks at or
+        after it may still map to <= instant (inside a fall-back overlap) and are skipped.
+        """
+        ticks = croniter(self.fields.canonical(), utc_to_wall(instant, self.tz), day_or=self.day_or,
+                         max_years_between_matches=_MAX_YEARS_BETWEEN_MATCHES)
+        while True:
+            try:
+                wall = ticks.get_next(datetime)
+            except CroniterBadDateError:
+                return None
+            candidate = wall_to_utc(wall, self.tz)
+            if candidate > instant:
+                return candidate
+
+    def describe(self) -> str:
+        """cron_descriptor's sentence in 24-hour format, e.g. "At 09:00, Monday through Friday"."""
+        options = Options()
+        options.use_24hour_time_format = True
+        try:
+            text = str(ExpressionDescriptor(self.fields.text.upper(), options).get_description())
+        except Exception:  # cron_descriptor rejects some valid forms (e.g. '?'); fall back to the text
+            text = f"Cron '{self.fields.text}'"
+        if not self.day_or and not self.fields.days_star and not self.fields.weekdays_star:
+            text += " (only when both the day of month and the day of week match)"
+        return text

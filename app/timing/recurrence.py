@@ -1,0 +1,68 @@
+"""RFC 5545 RRULE timing: dateutil generates naive LOCAL wall times from DTSTART = anchor's wall time,
+wallclock maps them to UTC with the gap/fold rules (same as cron).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from dateutil.rrule import rrule, rrulestr
+
+from .errors import TimingError
+from .rrulecheck import check_satisfiable, rebased_start
+from .rruledescribe import describe_rrule
+from .rruleparts import RRuleParts, split_rrule
+from .wallclock import utc_to_wall, wall_to_utc
+
+# Each call stops looking this far (in wall time) past the instant; the Spec's own horizon is shorter.
+_SEARCH_SPAN = timedelta(days=6 * 366)
+
+
+@dataclass(frozen=True)
+class RRuleTiming:
+    """A validated recurrence rule anchored at `anchor` (UTC), evaluated in wall-clock time of `tz`."""
+
+    parts: RRuleParts
+    anchor: datetime
+    tz: ZoneInfo
+    rule: rrule = field(compare=False, repr=False)
+    kind: str = "rrule"
+    is_one_shot: bool = False
+
+    @classmethod
+    def parse(cls, text: str, tz: ZoneInfo, anchor: datetime) -> RRuleTiming:
+        """Validate the rule (TimingError("rrule", reason)) with DTSTART = anchor as local wall time."""
+        parts = split_rrule(text)
+        start = utc_to_wall(anchor, tz)
+        try:
+            rule = rrulestr(parts.text_for(tz), dtstart=start)
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError) as error:
+            raise TimingError("rrule", str(error) or type(error).__name__) from None
+        if not isinstance(rule, rrule):  # pragma: no cover - a single RRULE value always gives an rrule
+            raise TimingError("rrule", "expected a single recurrence rule")
+        check_satisfiable(rule, parts)
+        return cls(parts, anchor, tz, rule)
+
+    def next_after(self, instant: datetime) -> datetime | None:
+        """First occurrence strictly after `instant` (UNTIL and COUNT honoured), or None."""
+        wall = utc_to_wall(instant, self.tz)
+        rule = self.rule
+        if self.parts.get("COUNT") is None:
+            start = rebased_start(rule, wall)
+            if start is not None:
+                rule = rule.replace(dtstart=start)
+        stop = wall + _SEARCH_SPAN
+        for occurrence in rule.xafter(wall, inc=False):
+            if occurrence > stop:
+                return None
+            candidate = wall_to_utc(occurrence, self.tz)
+            if self.parts.until_utc is not None and candidate > self.parts.until_utc:
+                return None
+            if candidate > instant:
+                return candidate
+        return None
+
+    def describe(self) -> str:
+        """A sentence built from FREQ/INTERVAL/BYxxx, e.g. "Every month on the last Monday through Friday"."""
+        return describe_rrule(self.parts, utc_to_wall(self.anchor, self.tz))

@@ -1,0 +1,109 @@
+"""Guards around dateutil.rrule: reject rules that can never fire, and rebase DTSTART for fast queries.
+
+dateutil walks period by period until year 9999 when every period is filtered out (e.g. 30 February),
+which takes seconds; we detect such rules up front on a cheap YEARLY proxy of the rule's date filters.
+Reads dateutil's normalised (underscore) attributes, which already include the defaults from DTSTART.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, SECONDLY, WEEKLY, YEARLY, rrule, weekday
+
+from .errors import TimingError
+from .rruleparts import RRuleParts
+
+_CYCLE_YEARS = 28  # the calendar (weekday of each date) repeats every 28 years within a century
+_STEPS = {WEEKLY: timedelta(weeks=1), DAILY: timedelta(days=1), HOURLY: timedelta(hours=1),
+          MINUTELY: timedelta(minutes=1), SECONDLY: timedelta(seconds=1)}
+
+
+def _attr(rule: rrule, name: str) -> Any:
+    """A normalised rrule attribute, or None."""
+    return getattr(rule, name, None)
+
+
+def _proxy(rule: rrule, until: datetime | None) -> rrule:
+    """A YEARLY rule with the same date filters at midnight: its days are the days the rule may use."""
+    start: datetime = _attr(rule, "_dtstart")
+    days = [weekday(w) for w in _attr(rule, "_byweekday") or ()]
+    days += [weekday(w, n) for w, n in _attr(rule, "_bynweekday") or ()]
+    months = _attr(rule, "_bymonth")
+    if _attr(rule, "_freq") == MONTHLY and _attr(rule, "_bynweekday"):
+        months = months or tuple(range(1, 13))  # ordinals count within the month
+    monthdays = tuple(_attr(rule, "_bymonthday") or ()) + tuple(_attr(rule, "_bynmonthday") or ())
+    return rrule(YEARLY, dtstart=start.replace(hour=0, minute=0, second=0, month=1, day=1),
+                 bymonth=months or None, bymonthday=monthdays or None,
+                 byyearday=_attr(rule, "_byyearday") or None, byweekno=_attr(rule, "_byweekno") or None,
+                 byweekday=days or None, byeaster=_attr(rule, "_byeaster") or None, until=until)
+
+
+def _times_per_day(rule: rrule) -> int:
+    """Occurrences per matching day for the rule's time parts."""
+    sizes = [len(_attr(rule, name) or ()) or 1 for name in ("_byhour", "_byminute", "_bysecond")]
+    return sizes[0] * sizes[1] * sizes[2]
+
+
+def _period_key(day: date, freq: int, wkst: int) -> tuple[int, ...]:
+    """Which period (year, month or week) a day belongs to."""
+    if freq == YEARLY:
+        return (day.year,)
+    if freq == MONTHLY:
+        return (day.year, day.month)
+    return (day - timedelta(days=(day.weekday() - wkst) % 7)).timetuple()[:3]
+
+
+def _max_set_size(rule: rrule, days: list[datetime]) -> int:
+    """Largest number of candidates in one period, the set BYSETPOS picks from."""
+    freq = _attr(rule, "_freq")
+    if freq in (YEARLY, MONTHLY, WEEKLY):
+        counts = Counter(_period_key(d.date(), freq, _attr(rule, "_wkst") or 0) for d in days)
+        return max(counts.values(), default=0) * _times_per_day(rule)
+    if freq == DAILY:
+        return _times_per_day(rule)
+    if freq == HOURLY:
+        return len(_attr(rule, "_byminute") or ()) * len(_attr(rule, "_bysecond") or ()) or 1
+    if freq == MINUTELY:
+        return len(_attr(rule, "_bysecond") or ()) or 1
+    return 1
+
+
+def check_satisfiable(rule: rrule, parts: RRuleParts) -> None:
+    """Raise TimingError("rrule") when the rule can never produce an occurrence."""
+    start: datetime = _attr(rule, "_dtstart")
+    proxy = _proxy(rule, None)
+    if proxy.after(start.replace(hour=0, minute=0, second=0), inc=True) is None:
+        raise TimingError("rrule", "the rule never matches any date (check BYMONTH, BYMONTHDAY, BYDAY, ...)")
+    positions = _attr(rule, "_bysetpos")
+    if positions:
+        window_end = start.replace(month=1, day=1) + timedelta(days=366 * _CYCLE_YEARS)
+        days = list(_proxy(rule, window_end))
+        size = _max_set_size(rule, days)
+        if all(abs(p) > size for p in positions):
+            raise TimingError("rrule", f"BYSETPOS={parts.get('BYSETPOS')} is never reached: "
+                                       f"each period has at most {size} candidates")
+
+
+def rebased_start(rule: rrule, wall: datetime) -> datetime | None:
+    """A later DTSTART giving the same occurrences from `wall` on, to skip iterating from an old anchor.
+
+    Shifting by whole multiples of INTERVAL periods keeps every alignment and every default taken from
+    DTSTART. Only for rules without COUNT (the caller checks). None when no useful shift exists.
+    """
+    start: datetime = _attr(rule, "_dtstart")
+    freq, interval = _attr(rule, "_freq"), _attr(rule, "_interval") or 1
+    if freq in _STEPS:
+        period = _STEPS[freq] * interval
+        steps = (wall - start) // period - 1
+        return start + period * steps if steps >= 1 else None
+    if start.day > 28:
+        return None
+    months = interval * (12 if freq == YEARLY else 1)
+    elapsed = (wall.year - start.year) * 12 + wall.month - start.month
+    steps = elapsed // months - 1
+    if steps < 1:
+        return None
+    total = start.month - 1 + steps * months
+    return start.replace(year=start.year + total // 12, month=total % 12 + 1)

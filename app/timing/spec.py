@@ -1,0 +1,93 @@
+"""The Spec: one kind of timing plus its constraints, and the bounded search for the next fire time."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from .base import Timing
+from .constraints import Constraints
+from .instants import to_utc
+
+# The search for the next allowed nominal time gives up (returns None) after this many candidates or
+# once candidates lie this far past the instant asked about, so impossible combinations cannot hang.
+MAX_CANDIDATES = 100_000
+HORIZON = timedelta(days=5 * 366)
+_SECOND = timedelta(seconds=1)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Immutable, stateless schedule timing. All instants in and out are aware UTC, whole seconds."""
+
+    timing: Timing
+    constraints: Constraints
+    jitter_seconds: int = 0
+
+    @property
+    def kind(self) -> str:
+        """"interval", "cron", "rrule" or "at"."""
+        return self.timing.kind
+
+    @property
+    def tz(self) -> ZoneInfo:
+        """The zone local-time rules (cron, rrule, whole-day intervals, window, weekdays) use."""
+        return self.constraints.tz
+
+    @property
+    def is_one_shot(self) -> bool:
+        """True for "at" timings, which fire at most once."""
+        return self.timing.is_one_shot
+
+    def next_after(self, instant: datetime) -> datetime | None:
+        """First nominal fire time strictly after `instant` that every constraint allows, else None.
+
+        Ruled-out nominal times are passed over, never moved. Gives up after MAX_CANDIDATES candidates
+        or HORIZON (about 5 years) past `instant`, returning None.
+        """
+        start = to_utc(instant, "instant")
+        limit = start + HORIZON
+        cursor = start
+        begin = self.constraints.start_at
+        if begin is not None and cursor < begin - _SECOND:
+            cursor = begin - _SECOND
+        for _ in range(MAX_CANDIDATES):
+            candidate = self.timing.next_after(cursor)
+            if candidate is None or candidate > limit or self.constraints.past_end(candidate):
+                return None
+            if self.constraints.allows(candidate):
+                return candidate
+            jump = self.constraints.next_possible(candidate)
+            if jump is None:
+                return None
+            cursor = jump - _SECOND
+        return None
+
+    def describe(self) -> str:
+        """Human-readable summary, e.g. "At 09:00, Monday through Friday (Europe/Berlin)"."""
+        parts = [self.timing.describe(), *self.constraints.describe()]
+        if self.jitter_seconds:
+            parts.append(f"with up to {self.jitter_seconds} s of jitter")
+        text = ", ".join(parts)
+        if self._uses_local_time():
+            text += f" ({self.tz.key})"
+        return text
+
+    def _uses_local_time(self) -> bool:
+        """Whether the zone matters to the reader (it does not for plain elapsed-time schedules)."""
+        if self.constraints.window is not None or self.constraints.not_on:
+            return True
+        if self.kind in ("cron", "rrule"):
+            return True
+        return self.kind == "interval" and bool(getattr(self.timing, "whole_days", 0))
+
+
+def preview(spec: Spec, now: datetime, count: int) -> list[datetime]:
+    """The next `count` nominal fire times after `now` (fewer if the schedule runs out)."""
+    times: list[datetime] = []
+    cursor: datetime | None = to_utc(now, "now")
+    while cursor is not None and len(times) < count:
+        cursor = spec.next_after(cursor)
+        if cursor is not None:
+            times.append(cursor)
+    return times

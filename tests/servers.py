@@ -1,0 +1,117 @@
+"""Real servers for tests: a redis-server on a free loopback port, and helpers to wait on conditions."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(condition: Callable[[], T], timeout: float = 10.0, interval: float = 0.05, what: str = "") -> T:
+    """Poll `condition` until it returns something truthy; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
+        time.sleep(interval)
+
+
+class RedisServer:
+    def __init__(self, workdir: Path) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._workdir = workdir
+        self._process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        wait_for(self._ready, 10, what="redis-server to accept connections")
+
+    def _ready(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        self._process.terminate()
+        self._process.wait(10)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Process:
+    """A real Recur process (gunicorn web or worker.py) with its output in a log file."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path) -> None:
+        import os
+        import sys
+
+        self.log_path = log_path
+        self._log = open(log_path, "ab")  # noqa: SIM115 (closed in stop)
+        full_env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
+        bin_dir = str(Path(sys.executable).parent)
+        full_env["PATH"] = bin_dir + os.pathsep + full_env.get("PATH", "")
+        self.popen = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self) -> None:
+        import signal
+
+        if self.alive():
+            self.popen.send_signal(signal.SIGKILL)
+        self.popen.wait(10)
+
+    def stop(self, timeout: float = 20) -> None:
+        if self.alive():
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._log.close()
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def start_web(env: dict[str, str], port: int, log_path: Path) -> Process:
+    import sys
+
+    gunicorn = str(Path(sys.executable).parent / "gunicorn")
+    return Process([gunicorn, "wsgi:app", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"],
+                   env, log_path)
+
+
+def start_worker(env: dict[str, str], log_path: Path, *extra: str) -> Process:
+    import sys
+
+    return Process([sys.executable, "worker.py", *extra], env, log_path)

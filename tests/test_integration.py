@@ -1,0 +1,129 @@
+"""End to end with real processes: redis-server, gunicorn serving the API, worker.py running links."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+class Api:
+    def __init__(self, base: str) -> None:
+        self.base = base
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                raw = response.read()
+                return response.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"null")
+
+    def ok(self, method: str, path: str, body: Any = None) -> Any:
+        status, payload = self.call(method, path, body)
+        assert status < 300, (method, path, status, payload)
+        return payload
+
+    def runs(self, schedule_id: str) -> list[dict[str, Any]]:
+        return self.ok("GET", f"/api/v1/schedules/{schedule_id}/runs/?limit=1000")["items"]
+
+
+class Stack:
+    def __init__(self, tmp_path: Path, redis: RedisServer) -> None:
+        self.tmp_path = tmp_path
+        self.env = {
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'recur.db'}",
+            "REDIS_URL": redis.url,
+            "RECUR_RECONCILE_SECONDS": "1",
+            "RECUR_LEASE_SECONDS": "3",
+        }
+        self.port = free_port()
+        self.web = start_web(self.env, self.port, tmp_path / "web.log")
+        self.workers: list[Process] = []
+        self.api = Api(f"http://127.0.0.1:{self.port}")
+        wait_for(self._web_ready, 30, what="the web server")
+
+    def _web_ready(self) -> bool:
+        try:
+            return self.api.call("GET", "/api/v1/workflows/")[0] == 200
+        except OSError:
+            return False
+
+    def start_worker(self) -> Process:
+        worker = start_worker(self.env, self.tmp_path / f"worker{len(self.workers)}.log")
+        self.workers.append(worker)
+        return worker
+
+    def stop(self) -> None:
+        for process in [*self.workers, self.web]:
+            process.stop()
+
+
+@pytest.fixture
+def stack(tmp_path: Path, redis_server: RedisServer) -> Iterator[Stack]:
+    from redis import Redis
+
+    Redis.from_url(redis_server.url).flushall()
+    stack = Stack(tmp_path, redis_server)
+    yield stack
+    stack.stop()
+
+
+def _parse(instant: str) -> datetime:
+    return datetime.fromisoformat(instant.replace("Z", "+00:00"))
+
+
+def test_schedule_runs_to_done_through_http(stack):
+    stack.start_worker()
+    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
+    schedule = stack.api.ok("POST", "/api/v1/schedules/", {
+        "name": "three", "workflow_id": workflow["id"], "interval_seconds": 1, "total_repeats": 3,
+    })
+    wait_for(lambda: stack.api.ok("GET", f"/api/v1/schedules/{schedule['id']}/")["status"] == "done", 30,
+             what="the schedule to reach done")
+    runs = stack.api.runs(schedule["id"])
+    assert sorted((r["repeat_number"], r["retry_number"], r["status"]) for r in runs) == [
+        (0, 0, "succeeded"), (1, 0, "succeeded"), (2, 0, "succeeded")]
+    for run in runs:  # never early
+        assert _parse(run["started_at"]) >= _parse(run["scheduled_for"])
+
+
+def test_kill_9_worker_then_restart_resumes_every_chain_without_duplicates(stack):
+    worker = stack.start_worker()
+    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "sleep", "task": "builtin.sleep"})
+    ids = [
+        stack.api.ok("POST", "/api/v1/schedules/", {
+            "name": f"s{i}", "workflow_id": workflow["id"], "interval_seconds": 1,
+            "trigger_payload": {"seconds": 0.3}, "timeout_seconds": 5,
+        })["id"]
+        for i in range(6)
+    ]
+    wait_for(lambda: all(len(stack.api.runs(i)) >= 2 for i in ids), 30, what="every schedule to run twice")
+    worker.kill()
+    killed_at = max(_parse(r["started_at"]) for i in ids for r in stack.api.runs(i))
+    stack.start_worker()
+
+    def all_ran_again() -> bool:
+        return all(any(_parse(r["started_at"]) > killed_at and r["status"] == "succeeded"
+                       for r in stack.api.runs(i)) for i in ids)
+
+    wait_for(all_ran_again, 20, interval=0.2, what="every schedule to run again after the restart")
+    for schedule_id in ids:
+        runs = stack.api.runs(schedule_id)
+        finished = Counter((r["repeat_number"], r["retry_number"]) for r in runs if r["status"] != "skipped")
+        assert max(finished.values()) == 1, (schedule_id, finished)
+        assert stack.api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["status"] == "active"
