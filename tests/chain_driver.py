@@ -30,6 +30,7 @@ def make_schedule(now: datetime, task: str = "builtin.noop", **fields: Any) -> S
     schedule = schedules.create(data, now)
     db.session.refresh(schedule)
     db.session.expunge(schedule)
+    db.session.rollback()  # end the read transaction: a forked work horse must see the database as it is
     return schedule
 
 

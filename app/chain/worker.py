@@ -26,6 +26,7 @@ class RecurWorker(Worker):
         schedule_id, repeat, retry = parsed
         signal_note = f" by signal {os.WTERMSIG(ret_val)}" if ret_val and os.WIFSIGNALED(ret_val) else ""
         reason = f"work process died{signal_note} (exit status {ret_val})"
+        db.session.remove()  # start from the database as the work horse left it
         try:
             schedule = state.write_off(schedule_id, repeat, retry, reason, clock.utcnow())
             if schedule is not None:
