@@ -44,7 +44,7 @@ def backoff_base_seconds(schedule: ScheduledJob, nominal: datetime) -> int:
 
 def retry_at(schedule: ScheduledJob, nominal: datetime, now: datetime) -> datetime:
     delay = timing.retry_delay(backoff_base_seconds(schedule, nominal), schedule.current_retry)
-    return ceil_second(now) + timedelta(seconds=delay)
+    return ceil_second(now + timedelta(seconds=delay))
 
 
 def link_plan(schedule: ScheduledJob) -> LinkPlan:

@@ -107,6 +107,8 @@ def _item(item: str, rule: FieldRule) -> set[int]:
     elif "-" in base:
         first, last = base.split("-")
         low, high = _value(first, rule), _value(last, rule)
+        if rule.names is DAYS and last == "sun" and low > 0:
+            high = 7  # "MON-SUN" means Monday through Sunday
         if low > high:
             raise TimingError("cron", f"{rule.name} field: range {base!r} goes backwards ({low} > {high})")
     else:
