@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from flask import Flask
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from app import extensions
 from app.config import INSTANCE_DIR, Settings
@@ -40,16 +40,35 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     return app
 
 
-def ensure_schema(app: Flask, attempts: int = 10) -> None:
-    """Create missing tables. Several processes may start at once: a lost race is retried."""
+def ensure_schema(app: Flask, attempts: int = 20) -> None:
+    """Bring the schema to the newest migration. Web, workers and `release:` may all start at once:
+    on PostgreSQL an advisory lock makes them take turns; on SQLite a lost race is retried."""
+    from flask_migrate import upgrade
+    from sqlalchemy import text
+
     from app import models  # noqa: F401  (registers the tables)
 
     with app.app_context():
+        engine = extensions.db.engine
         for attempt in range(attempts):
             try:
-                extensions.db.create_all()
+                if engine.dialect.name == "postgresql":
+                    with engine.connect() as conn:
+                        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+                        try:
+                            upgrade(directory=extensions.MIGRATIONS_DIR)
+                        finally:
+                            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
+                            conn.commit()
+                else:
+                    upgrade(directory=extensions.MIGRATIONS_DIR)
                 return
-            except OperationalError:
+            except (OperationalError, IntegrityError, ProgrammingError):
+                extensions.db.session.remove()
                 if attempt == attempts - 1:
                     raise
-                time.sleep(0.2 * (attempt + 1))
+                time.sleep(0.1 * (attempt + 1))
+
+
+# An arbitrary constant that names Recur's schema-migration lock among PostgreSQL advisory locks.
+SCHEMA_LOCK_KEY = 0x5245_4355  # "RECU"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from flask import Flask, current_app
+from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from redis import Redis
 from rq import Queue
@@ -18,10 +20,14 @@ class Base(DeclarativeBase):
 
 
 db = SQLAlchemy(model_class=Base)
+migrate = Migrate()
+
+MIGRATIONS_DIR = str(Path(__file__).resolve().parent.parent / "migrations")
 
 
 def init_app(app: Flask) -> None:
     db.init_app(app)
+    migrate.init_app(app, db, directory=MIGRATIONS_DIR, compare_type=True)
     with app.app_context():
         engine = db.engine
         if engine.dialect.name == "sqlite":

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -120,7 +120,11 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
 
 class Run(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "runs"
-    __table_args__ = (Index("ix_runs_schedule_started", "schedule_id", "started_at"),)
+    __table_args__ = (
+        Index("ix_runs_schedule_started", "schedule_id", "started_at"),
+        # One attempt per tick, enforced by the database too: the run history is the proof of exactly-once.
+        UniqueConstraint("schedule_id", "repeat_number", "retry_number", name="uq_runs_tick"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)
     schedule_id: Mapped[str] = mapped_column(ForeignKey("scheduled_jobs.id", ondelete="CASCADE"))

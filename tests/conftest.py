@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,10 +41,32 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server.stop()
 
 
-def _make_app(tmp_path: Path, redis: Redis, redis_url: str) -> Flask:
+@pytest.fixture
+def database_url(tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database for one test: a SQLite file, or with RECUR_TEST_POSTGRES set (the URL of a
+    PostgreSQL server, e.g. from scripts/pg-throwaway) a new database created on that server."""
+    server = os.environ.get("RECUR_TEST_POSTGRES")
+    if not server:
+        yield f"sqlite:///{tmp_path / 'test.db'}"
+        return
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = f"recur_test_{uuid.uuid4().hex[:12]}"
+    admin_url = make_url(server).set(drivername="postgresql+psycopg")
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    yield admin_url.set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def _make_app(database_url: str, redis: Redis, redis_url: str) -> Flask:
     app = create_app({
         "TESTING": True,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'test.db'}",
+        "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "RECUR_TASK_MODULES": ["tests.jobs"],
     })
@@ -60,9 +84,9 @@ def fake_redis() -> Redis:
 
 
 @pytest.fixture
-def app(tmp_path: Path, fake_redis: Redis) -> Iterator[Flask]:
-    """An app on a fresh SQLite file and fakeredis (with Lua), inside an app context."""
-    app = _make_app(tmp_path, fake_redis, "redis://fake")
+def app(database_url: str, fake_redis: Redis) -> Iterator[Flask]:
+    """An app on a fresh database and fakeredis (with Lua), inside an app context."""
+    app = _make_app(database_url, fake_redis, "redis://fake")
     with app.app_context():
         yield app
         db.session.remove()
@@ -70,11 +94,11 @@ def app(tmp_path: Path, fake_redis: Redis) -> Iterator[Flask]:
 
 
 @pytest.fixture
-def real_app(tmp_path: Path, redis_server: RedisServer) -> Iterator[Flask]:
-    """An app on a fresh SQLite file and the session's real redis-server, flushed first."""
+def real_app(database_url: str, redis_server: RedisServer) -> Iterator[Flask]:
+    """An app on a fresh database and the session's real redis-server, flushed first."""
     redis = Redis.from_url(redis_server.url)
     redis.flushall()
-    app = _make_app(tmp_path, redis, redis_server.url)
+    app = _make_app(database_url, redis, redis_server.url)
     with app.app_context():
         yield app
         db.session.remove()

@@ -43,10 +43,10 @@ class Api:
 
 
 class Stack:
-    def __init__(self, tmp_path: Path, redis: RedisServer) -> None:
+    def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str) -> None:
         self.tmp_path = tmp_path
         self.env = {
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'recur.db'}",
+            "DATABASE_URL": database_url,
             "REDIS_URL": redis.url,
             "RECUR_RECONCILE_SECONDS": "1",
             "RECUR_LEASE_SECONDS": "3",
@@ -74,11 +74,11 @@ class Stack:
 
 
 @pytest.fixture
-def stack(tmp_path: Path, redis_server: RedisServer) -> Iterator[Stack]:
+def stack(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iterator[Stack]:
     from redis import Redis
 
     Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server)
+    stack = Stack(tmp_path, redis_server, database_url)
     yield stack
     stack.stop()
 

@@ -142,6 +142,8 @@ def oracle_fires(case: tuple[str, tuple[frozenset[int], ...], bool, bool], day_o
     fires: set[datetime] = set()
     last_wall = wall_of(limit, tz) + timedelta(hours=3)
     while day <= last_wall:
+        if len(fires) >= FIRES:  # later wall times map later: a margin of 3 h past the last one is plenty
+            last_wall = min(last_wall, wall_of(sorted(fires)[FIRES - 1], tz) + timedelta(hours=3))
         dom_ok, dow_ok = day.day in doms, (day.weekday() + 1) % 7 in dows
         if dom_star or dow_star:
             day_ok = dom_ok and dow_ok
@@ -151,13 +153,11 @@ def oracle_fires(case: tuple[str, tuple[frozenset[int], ...], bool, bool], day_o
             for hour in sorted(hours):
                 for minute in sorted(minutes):
                     wall = day.replace(hour=hour, minute=minute)
-                    if wall < first_wall:
+                    if wall < first_wall or wall > last_wall:
                         continue
                     run = oracle_utc(wall, tz, zone)
                     if instant < run <= limit:
                         fires.add(run)
-            if len(fires) >= FIRES and day > wall_of(sorted(fires)[FIRES - 1], tz) + timedelta(days=1):
-                break
         day += timedelta(days=1)
     return sorted(fires)[:FIRES]
 
