@@ -1,0 +1,1 @@
+"""Recur's benchmark: `python -m bench` (see bench/README_PERFORMANCE.md)."""

@@ -1,0 +1,90 @@
+"""Scenario 5: the REST API through the real WSGI server (gunicorn, as in the Procfile), one client
+on a kept-alive connection; beside the same requests to the bare Flask + gunicorn floor."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from typing import Any
+
+from bench.stack import Bench, web
+from bench.stats import percentile
+from tests.servers import wait_for
+
+
+class Client:
+    def __init__(self, address: str) -> None:
+        host, port = address.rsplit(":", 1)
+        self._connection = http.client.HTTPConnection(host, int(port), timeout=30)
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any, float]:
+        data = None if body is None else json.dumps(body)
+        started = time.perf_counter()
+        self._connection.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        response = self._connection.getresponse()
+        raw = response.read()
+        elapsed = time.perf_counter() - started
+        return response.status, json.loads(raw) if raw else None, elapsed
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+def _ready(address: str) -> bool:
+    try:
+        client = Client(address)
+        try:
+            return client.call("GET", "/api/v1/schedules/?limit=1")[0] == 200
+        finally:
+            client.close()
+    except OSError:
+        return False
+
+
+def _measure(address: str, requests: int, workflow_id: int) -> dict[str, Any]:
+    client = Client(address)
+    create, listing = [], []
+    try:
+        for index in range(requests):
+            body = {"name": f"api-{index}", "workflow_id": workflow_id, "interval_seconds": 3600}
+            status, payload, elapsed = client.call("POST", "/api/v1/schedules/", body)
+            if status != 201:
+                raise RuntimeError(f"create answered {status}: {payload}")
+            create.append(elapsed)
+        for _ in range(requests):
+            status, payload, elapsed = client.call("GET", "/api/v1/schedules/?limit=50")
+            if status != 200:
+                raise RuntimeError(f"list answered {status}: {payload}")
+            listing.append(elapsed)
+    finally:
+        client.close()
+    ms = lambda values, pct: round(percentile(values, pct) * 1000, 2)  # noqa: E731
+    return {"requests": requests, "create_p50_ms": ms(create, 50), "create_p99_ms": ms(create, 99),
+            "list_p50_ms": ms(listing, 50), "list_p99_ms": ms(listing, 99)}
+
+
+def recur(bench: Bench, requests: int) -> dict[str, Any]:
+    env = bench.recur("api")
+    process, address = web(env.env, env.directory / "web.log")
+    try:
+        wait_for(lambda: _ready(address) or not process.alive(), 60, interval=0.1, what="gunicorn")
+        if not process.alive():
+            raise RuntimeError(process.output()[-2000:])
+        client = Client(address)
+        status, workflow, _ = client.call("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
+        client.close()
+        assert status == 201, workflow
+        return _measure(address, requests, workflow["id"])
+    finally:
+        process.stop()
+        env.stop()
+
+
+def floor(bench: Bench, requests: int) -> dict[str, Any]:
+    process, address = web({}, bench.log("floor-web"), app="bench.floor_app:app")
+    try:
+        wait_for(lambda: _ready(address) or not process.alive(), 60, interval=0.1, what="gunicorn (floor)")
+        return _measure(address, requests, 1)
+    finally:
+        process.stop()

@@ -1,0 +1,92 @@
+"""Scenario 4: many active schedules created in bulk. Startup recovery (the pass a worker makes when it
+starts, here creating every link), a steady reconciler pass, Redis bytes per schedule, database size.
+
+Beside them: RQ's own cost of holding the same number of scheduled jobs (bulk-scheduled through
+pipelines of 1,000), and the floor of a pass (read every active row, one pipelined ZSCORE each)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rq import Queue
+from rq.registry import ScheduledJobRegistry
+from sqlalchemy import select
+
+from app.background import reconcile_once
+from app.chain.ids import link_id
+from app.extensions import db
+from app.models import ScheduledJob, ScheduleStatus
+from bench.stack import BASELINE_QUEUE, Bench, utc
+from bench.tasks import noop
+
+
+def _used_memory(redis: Any) -> int:
+    return int(redis.info("memory")["used_memory"])
+
+
+def recur(bench: Bench, count: int) -> dict[str, Any]:
+    env = bench.recur(f"scale{count}")
+    redis = bench.redis
+    try:
+        workflow = env.workflow()
+        base = int(time.time()) + 7200  # nothing comes due while we measure
+        started = time.monotonic()
+        env.insert_schedules(workflow, count, 3600, lambda i: utc(base + i % 3600))
+        insert_seconds = time.monotonic() - started
+        before = _used_memory(redis)
+        startup = reconcile_once(env.app)
+        after = _used_memory(redis)
+        steady = reconcile_once(env.app)
+        assert startup is not None and steady is not None
+        floor_seconds = _pass_floor(env, redis)
+        database_bytes = env.database_bytes()
+        links = redis.zcard(ScheduledJobRegistry("recur", connection=redis).key)
+    finally:
+        env.stop()
+    return {
+        "schedules": count, "links": links, "insert_seconds": round(insert_seconds, 2),
+        "startup_recovery_seconds": round(float(startup["seconds"]), 2), "links_repaired": startup["links_repaired"],
+        "pass_seconds": round(float(steady["seconds"]), 2), "pass_repaired": steady["links_repaired"],
+        "pass_floor_seconds": round(floor_seconds, 2),
+        "redis_bytes_per_schedule": round((after - before) / count), "database_bytes": database_bytes,
+        "database_bytes_per_schedule": round(database_bytes / count),
+    }
+
+
+def _pass_floor(env: Any, redis: Any) -> float:
+    """The least a pass over every active schedule can do: read the rows, one ZSCORE per expected link."""
+    key = ScheduledJobRegistry("recur", connection=redis).key
+    started = time.monotonic()
+    with env.context():
+        rows = db.session.execute(
+            select(ScheduledJob.id, ScheduledJob.current_repeat, ScheduledJob.current_retry)
+            .where(ScheduledJob.status == ScheduleStatus.ACTIVE.value)
+        ).all()
+        db.session.rollback()
+    for offset in range(0, len(rows), 1000):
+        with redis.pipeline(transaction=False) as pipe:
+            for row in rows[offset:offset + 1000]:
+                pipe.zscore(key, link_id(row.id, row.current_repeat, row.current_retry))
+            pipe.execute()
+    return time.monotonic() - started
+
+
+def bare_rq(bench: Bench, count: int) -> dict[str, Any]:
+    """RQ holding `count` scheduled no-op jobs: the time to put them in and the Redis bytes they take."""
+    redis = bench.fresh_redis()
+    queue = Queue(BASELINE_QUEUE, connection=redis)
+    base = int(time.time()) + 7200
+    before = _used_memory(redis)
+    started = time.monotonic()
+    for offset in range(0, count, 1000):
+        with redis.pipeline() as pipe:
+            for index in range(offset, min(count, offset + 1000)):
+                job = queue.create_job(noop, result_ttl=300, description=f"bench job {index}")
+                queue.schedule_job(job, utc(base + index % 3600), pipeline=pipe)
+            pipe.execute()
+    seconds = time.monotonic() - started
+    after = _used_memory(redis)
+    redis.flushall()
+    return {"jobs": count, "schedule_seconds": round(seconds, 2),
+            "redis_bytes_per_job": round((after - before) / count)}

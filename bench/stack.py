@@ -1,0 +1,213 @@
+"""The processes a scenario needs: one redis-server for the whole run, Recur apps on fresh SQLite
+files, Recur workers (worker.py), bare RQ workers, rq-scheduler, gunicorn. All on this machine."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+from redis import Redis
+from rq import Worker
+from sqlalchemy import func, insert, select
+
+from app import create_app, ensure_schema
+from app.extensions import db
+from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus, Workflow
+from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
+
+BASELINE_QUEUE = "bench"
+
+
+def cores() -> int:
+    return os.cpu_count() or 1
+
+
+def ceil_epoch(seconds: float) -> int:
+    return math.ceil(seconds)
+
+
+def utc(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+class Bench:
+    """Owns the run's redis-server and a scratch directory; hands out fresh Recur environments."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.redis_server = RedisServer(workdir)
+        self.redis = Redis.from_url(self.redis_server.url)
+        self._count = 0
+
+    def fresh_redis(self) -> Redis:
+        self.redis.flushall()  # our own redis-server on a free port, never a shared one
+        return self.redis
+
+    def recur(self, name: str, **settings: str) -> RecurEnv:
+        self.fresh_redis()
+        self._count += 1
+        return RecurEnv(self, self.workdir / f"{self._count:02d}-{name}", settings)
+
+    def log(self, name: str) -> Path:
+        self._count += 1
+        return self.workdir / f"{self._count:02d}-{name}.log"
+
+    def stop(self) -> None:
+        self.redis_server.stop()
+
+
+class RecurEnv:
+    """A Recur deployment: a fresh SQLite database, the bench's Redis, and an in-process app on both."""
+
+    def __init__(self, bench: Bench, directory: Path, settings: dict[str, str]) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.bench = bench
+        self.directory = directory
+        self.db_path = directory / "recur.db"
+        self.env = {
+            "DATABASE_URL": f"sqlite:///{self.db_path}",
+            "REDIS_URL": bench.redis_server.url,
+            "RECUR_QUEUE": "recur",
+            "RECUR_TASK_MODULES": "",
+            **settings,
+        }
+        self.app: Flask = create_app({k: v for k, v in self.env.items() if k != "RECUR_TASK_MODULES"})
+        ensure_schema(self.app)
+        self.workers: list[Process] = []
+
+    @contextmanager
+    def context(self) -> Iterator[Flask]:
+        with self.app.app_context():
+            try:
+                yield self.app
+            finally:
+                db.session.remove()
+
+    def workflow(self, task: str = "builtin.noop") -> int:
+        with self.context():
+            workflow = Workflow(name=task, task=task, created_at=datetime.now(UTC))
+            db.session.add(workflow)
+            db.session.commit()
+            return int(workflow.id)
+
+    def insert_schedules(self, workflow_id: int, count: int, interval: int, due: Callable[[int], datetime],
+                         chunk: int = 10_000) -> None:
+        """Bulk path: active rows with their next nominal time set and no link yet (recovery makes them)."""
+        now = datetime.now(UTC)
+        with self.context():
+            for start in range(0, count, chunk):
+                rows = []
+                for index in range(start, min(count, start + chunk)):
+                    first = due(index)
+                    rows.append({
+                        "id": str(uuid.uuid4()), "name": f"bench-{index}", "workflow_id": workflow_id,
+                        "interval_seconds": interval, "anchor_at": first - timedelta(seconds=interval),
+                        "anchor_explicit": False, "timezone": "UTC", "day_or": True, "jitter_seconds": 0,
+                        "total_repeats": 0, "max_retries": 3, "timeout_seconds": 600, "trigger_payload": None,
+                        "status": ScheduleStatus.ACTIVE.value, "current_repeat": 0, "current_retry": 0,
+                        "next_run_at": first, "run_count": 0, "error_count": 0, "revision": 0,
+                        "created_at": now, "updated_at": now,
+                    })
+                db.session.execute(insert(ScheduledJob), rows)
+                db.session.commit()
+
+    def reconcile(self) -> dict[str, Any]:
+        from app import clock
+        from app.recovery import reconcile
+
+        with self.context():
+            started = time.monotonic()
+            report = reconcile(clock.utcnow()).as_dict()
+            report["seconds"] = time.monotonic() - started
+            return report
+
+    def finished_runs(self) -> int:
+        with self.context():
+            return int(db.session.scalar(
+                select(func.count()).select_from(Run).where(Run.status != RunStatus.RUNNING.value)) or 0)
+
+    def runs(self) -> list[tuple[float, float, str]]:
+        """(scheduled_for, started_at, status) of every run, as epoch seconds."""
+        with self.context():
+            rows = db.session.execute(select(Run.scheduled_for, Run.started_at, Run.status)).all()
+            return [(r.scheduled_for.timestamp(), r.started_at.timestamp(), r.status) for r in rows]
+
+    def start_workers(self, count: int, simple: bool) -> None:
+        extra = ["--simple"] if simple else []
+        for index in range(count):
+            log = self.directory / f"worker{len(self.workers)}.log"
+            self.workers.append(start_worker(self.env, log, *extra, "--name", f"bench-recur-{index}-{os.getpid()}"))
+        wait_workers(self.bench.redis, count, self.workers)
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+        self.workers = []
+        with self.app.app_context():
+            db.session.remove()
+            db.engine.dispose()
+
+    def database_bytes(self) -> int:
+        with self.context():
+            db.session.connection().exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            db.session.commit()
+        wal = self.db_path.with_name(self.db_path.name + "-wal")
+        return self.db_path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+def wait_workers(redis: Redis, count: int, processes: list[Process], timeout: float = 60) -> None:
+    def ready() -> bool:
+        for process in processes:
+            if not process.alive():
+                raise RuntimeError(f"a worker exited early; see {process.log_path}:\n{process.output()[-2000:]}")
+        return len(Worker.all(connection=redis)) >= count
+
+    wait_for(ready, timeout, interval=0.1, what=f"{count} workers to register")
+    time.sleep(0.3)  # let the mover beside each worker take its first look
+
+
+def start_rq_workers(bench: Bench, count: int, simple: bool, scheduler: bool = False) -> list[Process]:
+    processes = []
+    for index in range(count):
+        argv = [sys.executable, "-m", "bench.rq_worker", bench.redis_server.url, BASELINE_QUEUE]
+        if simple:
+            argv.append("--simple")
+        if scheduler:
+            argv.append("--scheduler")
+        processes.append(Process(argv, {}, bench.log(f"rq-worker{index}")))
+    wait_workers(bench.redis, count, processes)
+    return processes
+
+
+def start_rq_scheduler(bench: Bench, poll: float) -> Process:
+    argv = [sys.executable, "-m", "bench.rqs_scheduler", bench.redis_server.url, BASELINE_QUEUE, str(poll)]
+    process = Process(argv, {}, bench.log("rq-scheduler"))
+    wait_for(lambda: bench.redis.exists("rq:scheduler_lock") or bench.redis.keys("rq:scheduler_instance:*")
+             or not process.alive(), 30, interval=0.05, what="rq-scheduler to start")
+    if not process.alive():
+        raise RuntimeError(f"rq-scheduler exited: {process.output()[-2000:]}")
+    return process
+
+
+def stop_all(processes: list[Process]) -> None:
+    for process in processes:
+        process.stop()
+
+
+def web(env: dict[str, str], log: Path, app: str | None = None) -> tuple[Process, str]:
+    port = free_port()
+    if app is None:
+        process = start_web(env, port, log)
+    else:
+        gunicorn = str(Path(sys.executable).parent / "gunicorn")
+        process = Process([gunicorn, app, "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"], env, log)
+    return process, f"127.0.0.1:{port}"

@@ -1,0 +1,67 @@
+"""Scenario 1: fires per second per worker through the whole chain, beside bare RQ no-op jobs."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC
+from typing import Any
+
+from rq import Queue
+from rq.utils import utcparse
+
+from bench.stack import BASELINE_QUEUE, Bench, start_rq_workers, stop_all, utc
+from bench.stats import rate
+from bench.tasks import noop
+from tests.servers import wait_for
+
+
+def recur(bench: Bench, workers: int, simple: bool, count: int) -> dict[str, Any]:
+    """`count` schedules all due at once, drained by `workers` Recur workers: claim, run record, task,
+    commit, successor (the successors land an hour later)."""
+    env = bench.recur("throughput")
+    try:
+        workflow = env.workflow()
+        env.start_workers(workers, simple)
+        due = time.time() + 1.0
+        env.insert_schedules(workflow, count, 3600, lambda _: utc(int(due)))
+        env.reconcile()
+        wait_for(lambda: env.finished_runs() >= count, 60 + count / 5, interval=0.25, what="the chain backlog")
+        runs = env.runs()
+    finally:
+        env.stop()
+    starts = [started for _, started, _ in runs]
+    per_second = rate(starts)
+    return {
+        "fires": len(runs), "succeeded": sum(1 for *_, status in runs if status == "succeeded"),
+        "per_second": round(per_second, 1), "per_worker": round(per_second / workers, 1),
+    }
+
+
+def bare_rq(bench: Bench, workers: int, simple: bool, count: int) -> dict[str, Any]:
+    """The same number of no-op jobs through bare RQ workers of the same class on the same Redis."""
+    redis = bench.fresh_redis()
+    processes = start_rq_workers(bench, workers, simple)
+    try:
+        queue = Queue(BASELINE_QUEUE, connection=redis)
+        jobs = queue.enqueue_many([Queue.prepare_data(noop, result_ttl=300) for _ in range(count)])
+        ids = [job.id for job in jobs]
+
+        def started_times() -> list[float] | None:
+            with redis.pipeline(transaction=False) as pipe:
+                for job_id in ids:
+                    pipe.hmget(f"rq:job:{job_id}", "status", "started_at")
+                replies = pipe.execute()
+            if any(status != b"finished" for status, _ in replies):
+                return None
+            return [epoch_of(started.decode()) for _, started in replies]
+
+        starts = wait_for(started_times, 60 + count / 5, interval=0.25, what="the RQ backlog")
+    finally:
+        stop_all(processes)
+    per_second = rate(starts)
+    return {"jobs": len(starts), "per_second": round(per_second, 1), "per_worker": round(per_second / workers, 1)}
+
+
+def epoch_of(rq_timestamp: str) -> float:
+    parsed = utcparse(rq_timestamp)
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
