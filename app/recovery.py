@@ -24,6 +24,10 @@ from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
 log = logging.getLogger(__name__)
 
 BATCH = 1000
+# Present as long as Redis keeps its data. When a pass finds it missing, Redis was flushed or restarted
+# empty, and with it every lease: live runs re-create theirs within a quarter lease, so that pass writes
+# off nothing.
+EPOCH_KEY = "recur:epoch"
 
 
 @dataclass
@@ -44,6 +48,7 @@ def reconcile(now: datetime) -> Report:
     report = Report()
     redis = get_redis()
     queue = get_queue()
+    redis_was_emptied = bool(redis.set(EPOCH_KEY, now.isoformat(), nx=True))
     lease_grace = timedelta(seconds=current_app.config["RECUR_LEASE_SECONDS"])
     last_id = ""
     while True:
@@ -63,12 +68,13 @@ def reconcile(now: datetime) -> Report:
         report.checked += len(rows)
 
         idle = [r for r in rows if r.running_run_id is None]
-        revisions = pending_revisions(redis, queue, [link_id(r.id, r.current_repeat, r.current_retry) for r in idle])
+        ids = [link_id(r.id, r.current_repeat, r.current_retry) for r in idle]
+        revisions = pending_revisions(redis, queue, ids, now.timestamp())
         for row, pending in zip(idle, revisions, strict=True):
             if pending != row.revision:
                 _repair_link(row.id, now, report)
 
-        running = [r for r in rows if r.running_run_id is not None]
+        running = [r for r in rows if r.running_run_id is not None and not redis_was_emptied]
         for row, lease in zip(running, holders(redis, [r.id for r in running]), strict=True):
             if lease is None:
                 _write_off_if_lost(row.running_run_id, now, lease_grace, report)

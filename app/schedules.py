@@ -9,7 +9,7 @@ from sqlalchemy import delete, select
 
 from app import timing
 from app.chain import planning
-from app.chain.handoff import hand_off, withdraw
+from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw
 from app.clock import ceil_second
 from app.extensions import db, get_redis
 from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
@@ -88,7 +88,7 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
     get_redis().ping()  # refuse before writing anything if the link could not be handed off
     db.session.add(schedule)
     db.session.commit()
-    hand_off(schedule)
+    hand_off_or_leave_to_recovery(schedule)
     return schedule
 
 
@@ -117,7 +117,7 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
         get_redis().ping()
     db.session.commit()
     if replan:
-        hand_off(schedule)
+        hand_off_or_leave_to_recovery(schedule)
     return schedule
 
 
@@ -146,7 +146,7 @@ def resume(schedule_id: str, now: datetime) -> ScheduledJob:
     schedule.updated_at = now
     get_redis().ping()
     db.session.commit()
-    hand_off(schedule)
+    hand_off_or_leave_to_recovery(schedule)
     return schedule
 
 

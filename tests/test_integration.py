@@ -127,3 +127,53 @@ def test_kill_9_worker_then_restart_resumes_every_chain_without_duplicates(stack
         finished = Counter((r["repeat_number"], r["retry_number"]) for r in runs if r["status"] != "skipped")
         assert max(finished.values()) == 1, (schedule_id, finished)
         assert stack.api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["status"] == "active"
+
+
+def _pending_links(redis_url: str) -> list[str]:
+    """Links scheduled in RQ's registry or already moved onto the queue."""
+    from redis import Redis
+
+    redis = Redis.from_url(redis_url)
+    members = redis.zrange("rq:scheduled:recur", 0, -1) + redis.lrange("rq:queue:recur", 0, -1)
+    return [m.decode() for m in members]
+
+
+def test_sigterm_lets_the_running_link_finish_and_hand_off(stack):
+    worker = stack.start_worker()
+    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "sleep", "task": "builtin.sleep"})
+    schedule = stack.api.ok("POST", "/api/v1/schedules/", {
+        "name": "long", "workflow_id": workflow["id"], "interval_seconds": 1, "trigger_payload": {"seconds": 2},
+    })
+    wait_for(lambda: any(r["status"] == "running" for r in stack.api.runs(schedule["id"])), 20,
+             what="a run to be in progress")
+    worker.popen.terminate()  # SIGTERM: warm shutdown
+    worker.popen.wait(30)
+    [run] = stack.api.runs(schedule["id"])
+    assert run["status"] == "succeeded"
+    after = stack.api.ok("GET", f"/api/v1/schedules/{schedule['id']}/")
+    assert (after["status"], after["current_repeat"]) == ("active", 1)
+    assert _pending_links(stack.env["REDIS_URL"]) == [f"sched-{schedule['id']}-n1-rc0"]
+
+
+def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
+    second_web_port = free_port()
+    second_web = start_web(stack.env, second_web_port, tmp_path / "web2.log")
+    try:
+        workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
+        ids = [stack.api.ok("POST", "/api/v1/schedules/", {
+            "name": f"r{i}", "workflow_id": workflow["id"], "interval_seconds": 1 + i % 2})["id"] for i in range(20)]
+        workers = [stack.start_worker() for _ in range(3)]  # all three recover at once
+        other = Api(f"http://127.0.0.1:{second_web_port}")
+        wait_for(lambda: other.call("GET", "/api/v1/workflows/")[0] == 200, 30, what="the second web server")
+        wait_for(lambda: all(len(other.runs(i)) >= 4 for i in ids), 40, interval=0.2,
+                 what="every schedule to run four times")
+        for schedule_id in ids:
+            runs = other.runs(schedule_id)
+            ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs)
+            assert max(ticks.values()) == 1, ticks
+            assert all(r["status"] in ("succeeded", "running") for r in runs), runs
+        pending = Counter(link.rsplit("-n", 1)[0] for link in _pending_links(stack.env["REDIS_URL"]))
+        assert max(pending.values()) == 1  # never two pending links for one schedule
+        assert all(w.alive() for w in workers)
+    finally:
+        second_web.stop()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
 from flask import current_app
+from redis.exceptions import RedisError
 from rq import Queue
 
 from app.chain.ids import link_id
@@ -10,6 +13,8 @@ from app.chain.links import cancel_link, put_link
 from app.chain.planning import link_plan
 from app.extensions import get_queue
 from app.models import ScheduledJob, ScheduleStatus
+
+log = logging.getLogger(__name__)
 
 
 def hand_off(schedule: ScheduledJob, queue: Queue | None = None) -> str | None:
@@ -30,5 +35,20 @@ def hand_off(schedule: ScheduledJob, queue: Queue | None = None) -> str | None:
 
 
 def withdraw(schedule: ScheduledJob, queue: Queue | None = None) -> None:
-    """Take the schedule's expected pending link out of Redis (pause, delete)."""
-    cancel_link(queue or get_queue(), link_id(schedule.id, schedule.current_repeat, schedule.current_retry))
+    """Take the schedule's expected pending link out of Redis (pause, delete), if Redis can be reached.
+
+    Only tidiness depends on it: the committed row already fences that link, which would do nothing.
+    """
+    job_id = link_id(schedule.id, schedule.current_repeat, schedule.current_retry)
+    try:
+        cancel_link(queue or get_queue(), job_id)
+    except RedisError as exc:
+        log.warning("could not remove link %s from Redis (%s); it is fenced and will do nothing", job_id, exc)
+
+
+def hand_off_or_leave_to_recovery(schedule: ScheduledJob) -> None:
+    """Hand off after a commit; if Redis failed in between, the next reconciliation re-creates the link."""
+    try:
+        hand_off(schedule)
+    except RedisError as exc:
+        log.warning("could not hand off schedule %s (%s); recovery will re-create its link", schedule.id, exc)

@@ -14,6 +14,7 @@ from redis.client import Pipeline
 from rq import Queue
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
+from rq.utils import utcparse
 
 from app.chain.ids import link_id
 
@@ -108,22 +109,55 @@ return 0
 """
 
 
-def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str]) -> list[int | None]:
+# A link popped off the queue (or started) but not claimed within this long lost its worker on the way.
+IN_HAND_GRACE_SECONDS = 10.0
+
+
+def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float) -> list[int | None]:
     """For each link ID, the revision of its pending copy in Redis, or None when there is none.
 
-    Pending means scheduled (in the scheduled registry) or queued; a started link is not pending.
+    Pending means: scheduled (in the scheduled registry), queued (on the queue list), or taken by a
+    worker (RQ's intermediate queue, or started) less than IN_HAND_GRACE_SECONDS ago. A link a killed
+    worker took and never claimed is not pending: recovery re-creates it (and the fence keeps any
+    stray copy from running the tick twice).
     """
     registry_key = ScheduledJobRegistry(queue=queue).key
     with redis.pipeline(transaction=False) as pipe:
         for job_id in job_ids:
-            pipe.hmget(Job.key_for(job_id), "status", "description")
+            pipe.hmget(Job.key_for(job_id), "status", "description", "enqueued_at", "started_at")
             pipe.zscore(registry_key, job_id)
         replies = pipe.execute()
     out: list[int | None] = []
+    stale_queued: list[int] = []
     for index in range(len(job_ids)):
-        (status, description), score = replies[2 * index], replies[2 * index + 1]
-        status = status.decode() if status else None
-        description = description.decode() if description else None
-        pending = (status == "scheduled" and score is not None) or status == "queued"
-        out.append(revision_of(description) if pending else None)
+        (status, description, enqueued_at, started_at), score = replies[2 * index], replies[2 * index + 1]
+        revision = revision_of(description.decode() if description else None)
+        pending = {
+            b"scheduled": score is not None,
+            b"queued": _recent(enqueued_at, now),
+            b"started": _recent(started_at, now),
+        }.get(status or b"", False)
+        out.append(revision if pending else None)
+        if status == b"queued" and not pending:
+            stale_queued.append(index)
+    if stale_queued:
+        # A link queued long ago is still pending if it really is on the queue list (a backlog).
+        with redis.pipeline(transaction=False) as pipe:
+            for index in stale_queued:
+                pipe.lpos(queue.key, job_ids[index])
+            positions = pipe.execute()
+        for index, position in zip(stale_queued, positions, strict=True):
+            if position is not None:
+                description = replies[2 * index][1]
+                out[index] = revision_of(description.decode() if description else None)
     return out
+
+
+def _recent(stamp: bytes | None, now: float) -> bool:
+    if not stamp:
+        return False
+    try:
+        taken = utcparse(stamp.decode()).timestamp()
+    except ValueError:
+        return False
+    return now - taken < IN_HAND_GRACE_SECONDS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from typing import Any
 
 from rq import Worker
@@ -18,6 +19,12 @@ log = logging.getLogger(__name__)
 
 
 class RecurWorker(Worker):
+    def setup_work_horse_signals(self) -> None:
+        """A SIGTERM sent to the whole process group (systemd, Heroku, Ctrl-C in a shell) must not kill a
+        running link: the worker's warm shutdown lets it finish and hand off; a second signal kills it."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
     def handle_work_horse_killed(self, job: Any, retpid: int, ret_val: int, rusage: Any) -> None:
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)
         parsed = parse_link_id(job.id)
