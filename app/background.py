@@ -25,25 +25,44 @@ from app.recovery import reconcile
 log = logging.getLogger(__name__)
 
 RECONCILE_LOCK = "recur:reconcile-lock"
+# Short, so that a holder killed mid-pass blocks the others briefly; its owner renews it between batches.
+RECONCILE_LOCK_MS = 10_000
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+
+class LockLost(Exception):
+    """Another process holds the reconcile lock now: this pass stops where it is."""
 
 
 def reconcile_once(app: Flask) -> dict[str, object] | None:
     """One reconciliation pass if no other process is running one; returns its report or None."""
     redis = get_redis(app)
     token = uuid.uuid4().hex
-    ttl_ms = int(max(30.0, app.config["RECUR_RECONCILE_SECONDS"] * 6) * 1000)
-    if not redis.set(RECONCILE_LOCK, token, nx=True, px=ttl_ms):
+    if not redis.set(RECONCILE_LOCK, token, nx=True, px=RECONCILE_LOCK_MS):
         return None
+
+    def renew() -> None:
+        if not redis.eval(_RENEW, 1, RECONCILE_LOCK, token, RECONCILE_LOCK_MS):
+            raise LockLost
+
     try:
         with app.app_context():
             started = time.monotonic()
-            report = reconcile(clock.utcnow()).as_dict()
+            try:
+                report = reconcile(clock.utcnow(), renew).as_dict()
+            except LockLost:
+                log.warning("reconcile lock lost mid-pass; another process carries on")
+                return None
+            finally:
+                db.session.remove()
             report["seconds"] = round(time.monotonic() - started, 3)
-            db.session.remove()
         if report["links_repaired"] or report["runs_written_off"]:
             log.warning("reconcile: %s", report)
         return report

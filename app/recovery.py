@@ -7,6 +7,7 @@ Idempotent and safe to run anywhere, any time, by several processes at once: a l
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -44,7 +45,9 @@ class Report:
         }
 
 
-def reconcile(now: datetime) -> Report:
+def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) -> Report:
+    """One pass over every active schedule. `between_batches` runs after each batch (the background loop
+    renews its lock there, and raises to abandon the pass if the lock was lost)."""
     report = Report()
     redis = get_redis()
     queue = get_queue()
@@ -64,6 +67,8 @@ def reconcile(now: datetime) -> Report:
         db.session.rollback()
         if not rows:
             return report
+        if between_batches is not None and report.checked:
+            between_batches()
         last_id = rows[-1].id
         report.checked += len(rows)
 

@@ -40,10 +40,10 @@ def recur(bench: Bench, count: int) -> dict[str, Any]:
         steady = reconcile_once(env.app)
         assert startup is not None and steady is not None
         floor_seconds = _pass_floor(env, redis)
-        database_bytes = env.database_bytes()
         links = redis.zcard(ScheduledJobRegistry("recur", connection=redis).key)
     finally:
         env.stop()
+    database_bytes = env.database_bytes()
     return {
         "schedules": count, "links": links, "insert_seconds": round(insert_seconds, 2),
         "startup_recovery_seconds": round(float(startup["seconds"]), 2), "links_repaired": startup["links_repaired"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import sqlite3
 import sys
 import time
 import uuid
@@ -17,11 +18,11 @@ from typing import Any
 from flask import Flask
 from redis import Redis
 from rq import Worker
-from sqlalchemy import func, insert, select
+from sqlalchemy import insert
 
 from app import create_app, ensure_schema
 from app.extensions import db
-from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus, Workflow
+from app.models import ScheduledJob, ScheduleStatus, Workflow
 from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
 
 BASELINE_QUEUE = "bench"
@@ -37,6 +38,11 @@ def ceil_epoch(seconds: float) -> int:
 
 def utc(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
+
+
+def _epoch(stored: str) -> float:
+    """A naive-UTC timestamp as the app stores it in SQLite, as epoch seconds."""
+    return datetime.fromisoformat(stored).replace(tzinfo=UTC).timestamp()
 
 
 class Bench:
@@ -130,16 +136,22 @@ class RecurEnv:
             report["seconds"] = time.monotonic() - started
             return report
 
+    def _read(self, sql: str) -> list[tuple[Any, ...]]:
+        """Read with a plain read-only connection: in WAL mode it never takes the write lock that
+        the app's transactions (BEGIN IMMEDIATE) take, so polling does not slow the workers down."""
+        connection = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)
+        try:
+            return connection.execute(sql).fetchall()
+        finally:
+            connection.close()
+
     def finished_runs(self) -> int:
-        with self.context():
-            return int(db.session.scalar(
-                select(func.count()).select_from(Run).where(Run.status != RunStatus.RUNNING.value)) or 0)
+        return int(self._read("SELECT count(*) FROM runs WHERE status != 'running'")[0][0])
 
     def runs(self) -> list[tuple[float, float, str]]:
         """(scheduled_for, started_at, status) of every run, as epoch seconds."""
-        with self.context():
-            rows = db.session.execute(select(Run.scheduled_for, Run.started_at, Run.status)).all()
-            return [(r.scheduled_for.timestamp(), r.started_at.timestamp(), r.status) for r in rows]
+        return [(_epoch(nominal), _epoch(started), status)
+                for nominal, started, status in self._read("SELECT scheduled_for, started_at, status FROM runs")]
 
     def start_workers(self, count: int, simple: bool) -> None:
         extra = ["--simple"] if simple else []
@@ -157,9 +169,12 @@ class RecurEnv:
             db.engine.dispose()
 
     def database_bytes(self) -> int:
-        with self.context():
-            db.session.connection().exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-            db.session.commit()
+        """Size of the SQLite file once its write-ahead log is folded in (call after stop())."""
+        connection = sqlite3.connect(self.db_path, isolation_level=None, timeout=30)
+        try:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.close()
         wal = self.db_path.with_name(self.db_path.name + "-wal")
         return self.db_path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 

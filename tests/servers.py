@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -32,19 +33,34 @@ def wait_for(condition: Callable[[], T], timeout: float = 10.0, interval: float 
 
 
 class RedisServer:
-    def __init__(self, workdir: Path) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
+    """A redis-server of our own on a free loopback port; `appendonly` turns on AOF persistence."""
+
+    def __init__(self, workdir: Path, appendonly: bool = False) -> None:
+        self._binary = shutil.which("redis-server")
+        if self._binary is None:
             raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._workdir = workdir
-        self._process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(workdir)],
+        self._appendonly = appendonly
+        self._process = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        assert self._binary is not None
+        process = subprocess.Popen(
+            [self._binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes" if self._appendonly else "no", "--dir", str(self._workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         wait_for(self._ready, 10, what="redis-server to accept connections")
+        return process
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        """Stop the server (as a crash would: no final save) and start it again on the same port."""
+        self._process.kill()
+        self._process.wait(10)
+        time.sleep(down_seconds)
+        self._process = self._start()
 
     def _ready(self) -> bool:
         try:
@@ -65,7 +81,7 @@ ROOT = Path(__file__).resolve().parent.parent
 class Process:
     """A real Recur process (gunicorn web or worker.py) with its output in a log file."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, new_session: bool = False) -> None:
         import os
         import sys
 
@@ -74,7 +90,8 @@ class Process:
         full_env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
         bin_dir = str(Path(sys.executable).parent)
         full_env["PATH"] = bin_dir + os.pathsep + full_env.get("PATH", "")
-        self.popen = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.popen = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+                                      start_new_session=new_session)
 
     @property
     def pid(self) -> int:
@@ -83,10 +100,16 @@ class Process:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
-    def kill(self) -> None:
+    def kill(self, whole_group: bool = False) -> None:
+        """SIGKILL the process; with `whole_group` (needs new_session=True) its children die with it,
+        as when a machine or container goes away."""
+        import os
         import signal
 
-        if self.alive():
+        if whole_group:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGKILL)
+        elif self.alive():
             self.popen.send_signal(signal.SIGKILL)
         self.popen.wait(10)
 
@@ -111,7 +134,7 @@ def start_web(env: dict[str, str], port: int, log_path: Path) -> Process:
                    env, log_path)
 
 
-def start_worker(env: dict[str, str], log_path: Path, *extra: str) -> Process:
+def start_worker(env: dict[str, str], log_path: Path, *extra: str, new_session: bool = False) -> Process:
     import sys
 
-    return Process([sys.executable, "worker.py", *extra], env, log_path)
+    return Process([sys.executable, "worker.py", *extra], env, log_path, new_session=new_session)

@@ -61,8 +61,11 @@ class CronTiming:
         except Exception:  # cron_descriptor rejects some valid forms (e.g. '?'); fall back to the text
             text = f"Cron '{self.fields.text}'"
         if not self.day_or and not self.fields.days_star and not self.fields.weekdays_star:
-            if ", or on " in text:  # cron_descriptor assumes the classic OR
-                text = text.replace(", or on ", ", and only on ", 1)
+            # cron_descriptor assumes the classic OR ("..., or on Friday"; 1.x: "..., only on Friday")
+            for joint in (", or on ", ", only on "):
+                if joint in text:
+                    text = text.replace(joint, ", and only on ", 1)
+                    break
             else:
                 text += " (only when both the day of month and the day of week match)"
         return text

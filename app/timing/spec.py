@@ -43,14 +43,13 @@ class Spec:
         """First nominal fire time strictly after `instant` that every constraint allows, else None.
 
         Ruled-out nominal times are passed over, never moved. Gives up after MAX_CANDIDATES candidates
-        or HORIZON (about 5 years) past `instant`, returning None.
+        or HORIZON (about 5 years) past `instant` (or past start_at when that is later), returning None.
         """
-        start = to_utc(instant, "instant")
-        limit = start + HORIZON
-        cursor = start
+        cursor = to_utc(instant, "instant")
         begin = self.constraints.start_at
         if begin is not None and cursor < begin - _SECOND:
-            cursor = begin - _SECOND
+            cursor = begin - _SECOND  # nothing before start_at can fire: start looking there
+        limit = cursor + HORIZON
         for _ in range(MAX_CANDIDATES):
             candidate = self.timing.next_after(cursor)
             if candidate is None or candidate > limit or self.constraints.past_end(candidate):

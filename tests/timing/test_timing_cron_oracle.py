@@ -5,6 +5,7 @@ local wall-clock days/hours/minutes, and maps each matching wall time to UTC fro
 conversion alone: first occurrence for repeated wall times, the transition instant for wall times
 skipped by a gap, collapsing duplicates.
 """
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -16,8 +17,15 @@ from hypothesis import strategies as st
 
 from app.timing import build_spec
 
-ZONES = ("America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata", "UTC",
-         "Pacific/Chatham", "America/Santiago")
+ZONES = (
+    "America/New_York",
+    "Europe/Berlin",
+    "Australia/Lord_Howe",
+    "Asia/Kolkata",
+    "UTC",
+    "Pacific/Chatham",
+    "America/Santiago",
+)
 FIRES = 8  # successive fires compared per example
 WINDOW = timedelta(days=8)  # ... within this span after the instant
 MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
@@ -28,6 +36,7 @@ FIELD_SPECS = ((0, 59, None), (0, 23, None), (1, 31, None), (1, 12, MONTHS), (0,
 
 
 # ---------------------------------------------------------------- expression generation (text + set)
+
 
 @st.composite
 def field_item(draw: st.DrawFn, index: int) -> tuple[str, set[int]]:
@@ -87,6 +96,7 @@ def cron_case(draw: st.DrawFn) -> tuple[str, tuple[frozenset[int], ...], bool, b
 
 # ---------------------------------------------------------------- zone facts from UTC->local only
 
+
 @cache
 def transitions(zone: str) -> tuple[tuple[datetime, timedelta, timedelta], ...]:
     """(instant, offset before, offset after) for every offset change 2023-2031, to the minute."""
@@ -130,8 +140,9 @@ def oracle_utc(wall: datetime, tz: ZoneInfo, zone: str) -> datetime:
     raise AssertionError(f"wall time {wall} neither shown nor in a gap")
 
 
-def oracle_fires(case: tuple[str, tuple[frozenset[int], ...], bool, bool], day_or: bool, zone: str,
-                 instant: datetime) -> list[datetime]:
+def oracle_fires(
+    case: tuple[str, tuple[frozenset[int], ...], bool, bool], day_or: bool, zone: str, instant: datetime
+) -> list[datetime]:
     """First FIRES run instants in (instant, instant + WINDOW], by walking local wall time."""
     _, (minutes, hours, doms, months, dows), dom_star, dow_star = case
     tz = ZoneInfo(zone)
@@ -145,10 +156,8 @@ def oracle_fires(case: tuple[str, tuple[frozenset[int], ...], bool, bool], day_o
         if len(fires) >= FIRES:  # later wall times map later: a margin of 3 h past the last one is plenty
             last_wall = min(last_wall, wall_of(sorted(fires)[FIRES - 1], tz) + timedelta(hours=3))
         dom_ok, dow_ok = day.day in doms, (day.weekday() + 1) % 7 in dows
-        if dom_star or dow_star:
-            day_ok = dom_ok and dow_ok
-        else:
-            day_ok = (dom_ok or dow_ok) if day_or else (dom_ok and dow_ok)
+        both_restricted = not (dom_star or dow_star)
+        day_ok = (dom_ok or dow_ok) if both_restricted and day_or else (dom_ok and dow_ok)
         if day_ok and day.month in months:
             for hour in sorted(hours):
                 for minute in sorted(minutes):
@@ -164,6 +173,7 @@ def oracle_fires(case: tuple[str, tuple[frozenset[int], ...], bool, bool], day_o
 
 # ---------------------------------------------------------------- instants near DST changes
 
+
 @st.composite
 def instant_near_change(draw: st.DrawFn, zone: str) -> datetime:
     """Mostly within a few days before/after an offset change 2024-2030; sometimes anywhere."""
@@ -178,7 +188,9 @@ def instant_near_change(draw: st.DrawFn, zone: str) -> datetime:
 
 
 @st.composite
-def scenario(draw: st.DrawFn) -> tuple[tuple[str, tuple[frozenset[int], ...], bool, bool], bool, str, datetime]:
+def scenario(
+    draw: st.DrawFn,
+) -> tuple[tuple[str, tuple[frozenset[int], ...], bool, bool], bool, str, datetime]:
     zone = draw(st.sampled_from(ZONES))
     return draw(cron_case()), draw(st.booleans()), zone, draw(instant_near_change(zone))
 

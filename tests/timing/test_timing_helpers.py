@@ -1,4 +1,5 @@
 """retry_delay, jitter_delay, parse_every, validate_not_past."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -35,7 +36,10 @@ def test_jitter_same_tick_same_delay_and_varies_across_ticks() -> None:
     assert first == jitter_delay("sched-1", NOMINAL.astimezone(ZoneInfo("Asia/Tokyo")), 600, None)
     delays = {jitter_delay("sched-1", NOMINAL + timedelta(minutes=k), 600, None) for k in range(50)}
     assert len(delays) > 10
-    assert jitter_delay("sched-2", NOMINAL, 600, None) != first or jitter_delay("sched-3", NOMINAL, 600, None) != first
+    assert (
+        jitter_delay("sched-2", NOMINAL, 600, None) != first
+        or jitter_delay("sched-3", NOMINAL, 600, None) != first
+    )
 
 
 def test_jitter_known_value_is_stable_across_processes() -> None:
@@ -52,8 +56,9 @@ def test_jitter_known_value_is_stable_across_processes() -> None:
     jitter=st.integers(0, 7200),
     gap=st.one_of(st.none(), st.integers(1, 10000)),
 )
-def test_jitter_in_range_and_never_reaches_next_nominal(schedule_id: str, minutes: int, jitter: int,
-                                                         gap: int | None) -> None:
+def test_jitter_in_range_and_never_reaches_next_nominal(
+    schedule_id: str, minutes: int, jitter: int, gap: int | None
+) -> None:
     nominal = NOMINAL + timedelta(minutes=minutes)
     following = None if gap is None else nominal + timedelta(seconds=gap)
     delay = jitter_delay(schedule_id, nominal, jitter, following)
@@ -71,8 +76,17 @@ def test_jitter_zero_and_bad_values() -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("30s", 30), ("5m", 300), ("2h", 7200), ("1d", 86400), ("hourly", 3600), ("daily", 86400),
-     ("weekly", 604800), (" 10M ", 600), ("2w", 1209600)],
+    [
+        ("30s", 30),
+        ("5m", 300),
+        ("2h", 7200),
+        ("1d", 86400),
+        ("hourly", 3600),
+        ("daily", 86400),
+        ("weekly", 604800),
+        (" 10M ", 600),
+        ("2w", 1209600),
+    ],
 )
 def test_parse_every(text: str, seconds: int) -> None:
     assert parse_every(text) == seconds

@@ -1,4 +1,5 @@
 """RRULE kind: last weekday of the month, COUNT/UNTIL, validation, and DTSTART rebasing vs. plain dateutil."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -17,8 +18,9 @@ BERLIN = "Europe/Berlin"
 
 def test_last_weekday_of_month_at_anchor_wall_time() -> None:
     anchor = datetime(2026, 10, 15, 7, 0, tzinfo=UTC)  # 09:00 CEST
-    spec = build_spec({"rrule": "FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1", "anchor_at": anchor,
-                       "timezone": BERLIN})
+    spec = build_spec(
+        {"rrule": "FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1", "anchor_at": anchor, "timezone": BERLIN}
+    )
     # 09:00 Berlin wall time on the last weekday: CET (+1) from November on
     assert preview(spec, datetime(2026, 11, 1, tzinfo=UTC), 3) == [
         datetime(2026, 11, 30, 8, 0, tzinfo=UTC),
@@ -90,14 +92,32 @@ def test_rrule_needs_an_anchor() -> None:
 
 
 # Longest anchor-to-query span per FREQ that keeps the plain (non-rebased) reference iteration cheap.
-SPANS = {"SECONDLY": 6 * 3600, "MINUTELY": 20 * 86400, "HOURLY": 3 * 365 * 86400, "DAILY": 3 * 365 * 86400,
-         "WEEKLY": 3 * 365 * 86400, "MONTHLY": 3 * 365 * 86400, "YEARLY": 3 * 365 * 86400}
+SPANS = {
+    "SECONDLY": 6 * 3600,
+    "MINUTELY": 20 * 86400,
+    "HOURLY": 3 * 365 * 86400,
+    "DAILY": 3 * 365 * 86400,
+    "WEEKLY": 3 * 365 * 86400,
+    "MONTHLY": 3 * 365 * 86400,
+    "YEARLY": 3 * 365 * 86400,
+}
 RULES = st.builds(
     lambda freq, interval, extra: f"FREQ={freq};INTERVAL={interval}{extra}",
     st.sampled_from(list(SPANS)),
     st.integers(1, 5),
-    st.sampled_from(["", ";BYSECOND=0,30", ";BYMINUTE=5,35", ";BYHOUR=1,2,3", ";BYDAY=MO,FR", ";BYDAY=SU;BYHOUR=2",
-                     ";BYMONTHDAY=1,31", ";BYMONTH=3,10,11", ";BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1"]),
+    st.sampled_from(
+        [
+            "",
+            ";BYSECOND=0,30",
+            ";BYMINUTE=5,35",
+            ";BYHOUR=1,2,3",
+            ";BYDAY=MO,FR",
+            ";BYDAY=SU;BYHOUR=2",
+            ";BYMONTHDAY=1,31",
+            ";BYMONTH=3,10,11",
+            ";BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1",
+        ]
+    ),
 )
 
 
@@ -108,8 +128,9 @@ RULES = st.builds(
     anchor_offset=st.integers(0, 3 * 365 * 86400),
     query_fraction=st.floats(0, 1),
 )
-def test_rebased_iteration_matches_plain_dateutil(rule: str, zone: str, anchor_offset: int,
-                                                  query_fraction: float) -> None:
+def test_rebased_iteration_matches_plain_dateutil(
+    rule: str, zone: str, anchor_offset: int, query_fraction: float
+) -> None:
     """The DTSTART rebasing shortcut must give exactly what iterating from the anchor gives."""
     tz = ZoneInfo(zone)
     anchor = datetime(2023, 1, 1, tzinfo=UTC) + timedelta(seconds=anchor_offset)

@@ -1,0 +1,298 @@
+"""Chaos test: many replicas, workers SIGKILLed at random, Redis flushed and restarted; then the promises
+are checked against the run history.
+
+    python -m bench.chaos                    # 200 schedules, 3 minutes of faults, PostgreSQL when installed
+    python -m bench.chaos --quick            # 40 schedules, 30 s of faults (what CI runs)
+    python -m bench.chaos --db sqlite
+
+It starts its own redis-server (AOF on, as the README recommends), its own database (a throwaway
+PostgreSQL cluster via scripts/pg-throwaway, or a SQLite file), two gunicorn web servers and three
+`worker.py` processes, all on loopback. It exits non-zero if any promise is broken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from redis import Redis
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine, make_url
+
+from tests.servers import ROOT, Process, RedisServer, free_port, start_web, start_worker, wait_for
+
+
+@dataclass
+class Fault:
+    kind: str
+    at: float  # epoch seconds
+
+
+@dataclass
+class Chaos:
+    workdir: Path
+    env: dict[str, str]
+    redis: RedisServer
+    webs: list[tuple[int, Process]] = field(default_factory=list)
+    workers: list[Process] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    restarts: int = 0
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        port = random.choice(self.webs)[0]
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read() or b"null")
+
+    def start_worker(self) -> Process:
+        self.restarts += 1
+        worker = start_worker(self.env, self.workdir / f"worker-{self.restarts:03d}.log", new_session=True)
+        return worker
+
+
+def _database(kind: str, workdir: Path) -> tuple[str, Any]:
+    """Returns (DATABASE_URL, cleanup)."""
+    if kind == "sqlite":
+        return f"sqlite:///{workdir / 'chaos.db'}", lambda: None
+    pgdir = Path(tempfile.mkdtemp(prefix="recur-chaos-pg."))
+    server = subprocess.run([str(ROOT / "scripts" / "pg-throwaway"), "start", str(pgdir)], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    admin = create_engine(make_url(server).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text("CREATE DATABASE chaos"))
+    admin.dispose()
+    url = make_url(server).set(database="chaos").render_as_string(hide_password=False)
+
+    def cleanup() -> None:
+        subprocess.run([str(ROOT / "scripts" / "pg-throwaway"), "stop", str(pgdir)], check=False)
+
+    return url, cleanup
+
+
+def _create_schedules(chaos: Chaos, count: int) -> dict[str, str]:
+    """Returns {schedule id: kind}: mostly no-ops, some flaky, some that always time out."""
+    workflows = {
+        task: chaos.api("POST", "/api/v1/workflows/", {"name": task, "task": task})["id"]
+        for task in ("builtin.noop", "builtin.flaky", "builtin.sleep")
+    }
+    kinds: dict[str, str] = {}
+    for index in range(count):
+        body: dict[str, Any] = {"name": f"chaos-{index}", "interval_seconds": 1 + index % 2}
+        if index % 10 == 3:
+            body.update(workflow_id=workflows["builtin.flaky"], trigger_payload={"failures": 1}, max_retries=5)
+            kind = "flaky"
+        elif index % 20 == 7:
+            body.update(workflow_id=workflows["builtin.sleep"], trigger_payload={"seconds": 3}, timeout_seconds=1,
+                        max_retries=1000)
+            kind = "timeout"
+        else:
+            body.update(workflow_id=workflows["builtin.noop"])
+            kind = "noop"
+        kinds[chaos.api("POST", "/api/v1/schedules/", body)["id"]] = kind
+    return kinds
+
+
+def _inject_faults(chaos: Chaos, duration: float, rng: random.Random) -> None:
+    start = time.time()
+    flush_at = start + duration * 0.35
+    restart_at = start + duration * 0.7
+    flushed = restarted = False
+    next_kill = start + rng.uniform(3, 8)
+    while time.time() < start + duration:
+        now = time.time()
+        if now >= next_kill:
+            victim = rng.randrange(len(chaos.workers))
+            chaos.workers[victim].kill(whole_group=True)
+            chaos.faults.append(Fault("kill -9 worker", time.time()))
+            chaos.workers[victim] = chaos.start_worker()
+            next_kill = time.time() + rng.uniform(3, 8)
+        if not flushed and now >= flush_at:
+            Redis.from_url(chaos.redis.url).flushall()
+            chaos.faults.append(Fault("FLUSHALL", time.time()))
+            flushed = True
+        if not restarted and now >= restart_at:
+            chaos.faults.append(Fault("redis restart", time.time()))
+            chaos.redis.restart(down_seconds=1.0)
+            restarted = True
+        time.sleep(0.1)
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+def _check(engine: Engine, redis: Redis, kinds: dict[str, str], faults: list[Fault], pass_seconds: float,
+           ended_at: float) -> dict[str, Any]:
+    with engine.connect() as conn:
+        duplicates = conn.execute(text(
+            "SELECT schedule_id, repeat_number, retry_number, count(*) FROM runs "
+            "WHERE status IN ('succeeded', 'failed', 'timed_out') "
+            "GROUP BY schedule_id, repeat_number, retry_number HAVING count(*) > 1")).all()
+        schedules = conn.execute(text(
+            "SELECT id, status, interval_seconds, run_count, error_count, current_repeat, current_retry, "
+            "running_run_id FROM scheduled_jobs")).all()
+        counts = {
+            (row[0], row[1]): row[2]
+            for row in conn.execute(text("SELECT schedule_id, status, count(*) FROM runs GROUP BY 1, 2")).all()
+        }
+        starts: dict[str, list[float]] = {}
+        for schedule_id, started_at in conn.execute(text("SELECT schedule_id, started_at FROM runs")).all():
+            if isinstance(started_at, str):  # SQLite hands raw SQL back as text
+                started_at = datetime.fromisoformat(started_at)
+            starts.setdefault(schedule_id, []).append(started_at.replace(tzinfo=UTC).timestamp())
+
+    pending = {m.decode().rsplit("-n", 1)[0][len("sched-"):]
+               for m in redis.zrange("rq:scheduled:recur", 0, -1) + redis.lrange("rq:queue:recur", 0, -1)}
+    stalled = []
+    mismatched = []
+    for row in schedules:
+        schedule_id, status, interval = row[0], row[1], row[2]
+        succeeded = counts.get((schedule_id, "succeeded"), 0)
+        failed = counts.get((schedule_id, "failed"), 0) + counts.get((schedule_id, "timed_out"), 0)
+        if (row[3], row[4]) != (succeeded, failed):
+            mismatched.append((schedule_id, row[3], row[4], succeeded, failed))
+        if status != "active":
+            continue
+        window = 3 * interval + pass_seconds
+        recent = any(t > ended_at - window for t in starts.get(schedule_id, []))
+        if schedule_id not in pending and row[7] is None and not recent:
+            stalled.append(schedule_id)
+
+    repair: list[float] = []
+    for fault in faults:
+        for schedule_id, kind in kinds.items():
+            if kind == "timeout":
+                continue  # in backoff for up to 10 intervals by design; not a repair figure
+            later = [t for t in starts.get(schedule_id, []) if t > fault.at]
+            if later:
+                repair.append(min(later) - fault.at)
+    return {
+        "schedules": len(schedules),
+        "statuses": dict(Counter(row[1] for row in schedules)),
+        "runs": sum(counts.values()),
+        "runs_by_status": {status: sum(v for (_, s), v in counts.items() if s == status)
+                           for status in {s for (_, s) in counts}},
+        "duplicate_ticks": len(duplicates),
+        "stalled_active_schedules": len(stalled),
+        "counter_mismatches": len(mismatched),
+        "faults": dict(Counter(f.kind for f in faults)),
+        "repair_seconds": {"p50": round(_percentile(repair, 50), 2), "p99": round(_percentile(repair, 99), 2),
+                           "max": round(max(repair, default=0.0), 2), "samples": len(repair)},
+        "examples": {"duplicates": [list(map(str, d)) for d in duplicates[:5]], "stalled": stalled[:5],
+                     "mismatched": [list(map(str, m)) for m in mismatched[:5]]},
+    }
+
+
+def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seconds: float) -> dict[str, Any]:
+    rng = random.Random(seed)
+    workdir = Path(tempfile.mkdtemp(prefix="recur-chaos."))
+    database_url, cleanup_db = _database(db_kind, workdir)
+    redis = RedisServer(workdir, appendonly=True)
+    env = {"DATABASE_URL": database_url, "REDIS_URL": redis.url,
+           "RECUR_RECONCILE_SECONDS": str(reconcile_seconds)}
+    chaos = Chaos(workdir, env, redis)
+    try:
+        for index in range(2):
+            port = free_port()
+            chaos.webs.append((port, start_web(env, port, workdir / f"web{index}.log")))
+        for port, _ in chaos.webs:
+            wait_for(lambda p=port: _answers(p), 60, what=f"web server on {port}")
+        chaos.workers = [chaos.start_worker() for _ in range(3)]
+        started = time.time()
+        kinds = _create_schedules(chaos, schedules)
+        print(f"created {len(kinds)} schedules in {time.time() - started:.1f}s; faults for {duration:.0f}s",
+              flush=True)
+        _inject_faults(chaos, duration, rng)
+        settle = reconcile_seconds + 6.0 + 3.0  # one reconciler pass, a lease, and a couple of ticks
+        print(f"faults stopped; settling {settle:.0f}s", flush=True)
+        time.sleep(settle)
+        ended_at = time.time()
+        # Quiesce before reading: a warm stop lets each running link finish and hand off its successor,
+        # so the database and Redis are read in a state that is not moving.
+        for process in chaos.workers:
+            process.popen.terminate()
+        for process in chaos.workers:
+            process.popen.wait(60)
+        engine = create_engine(make_url(database_url).set(
+            drivername="postgresql+psycopg" if db_kind == "postgres" else "sqlite"))
+        report = _check(engine, Redis.from_url(redis.url), kinds, chaos.faults, settle, ended_at)
+        engine.dispose()
+        report.update(database=db_kind, duration_seconds=duration, reconcile_seconds=reconcile_seconds,
+                      worker_starts=chaos.restarts, at=datetime.now(UTC).isoformat(timespec="seconds"))
+        return report
+    finally:
+        for process in chaos.workers:
+            process.kill(whole_group=True)
+        for _, web in chaos.webs:
+            web.stop()
+        redis.stop()
+        cleanup_db()
+
+
+def _answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/workflows/", timeout=2) as response:
+            return response.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def verdict(report: dict[str, Any], max_repair_p99: float) -> list[str]:
+    broken = []
+    if report["duplicate_ticks"]:
+        broken.append(f"{report['duplicate_ticks']} ticks ran twice")
+    if report["stalled_active_schedules"]:
+        broken.append(f"{report['stalled_active_schedules']} active schedules lost their chain")
+    if report["counter_mismatches"]:
+        broken.append(f"{report['counter_mismatches']} schedules' counters disagree with their run history")
+    if report["repair_seconds"]["p99"] > max_repair_p99:
+        broken.append(f"repair time p99 {report['repair_seconds']['p99']}s > {max_repair_p99}s")
+    return broken
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="40 schedules, 30 s of faults")
+    parser.add_argument("--schedules", type=int, default=None)
+    parser.add_argument("--duration", type=float, default=None, help="seconds of faults")
+    parser.add_argument("--db", choices=["postgres", "sqlite", "auto"], default="auto")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--reconcile-seconds", type=float, default=5.0)
+    parser.add_argument("--json", type=Path, default=None, help="also write the report here")
+    args = parser.parse_args(argv)
+    schedules = args.schedules or (40 if args.quick else 200)
+    duration = args.duration or (30.0 if args.quick else 180.0)
+    db_kind = args.db
+    if db_kind == "auto":
+        db_kind = "postgres" if list(Path("/usr/lib/postgresql").glob("*/bin/initdb")) else "sqlite"
+    seed = args.seed if args.seed is not None else int(time.time())
+    print(f"chaos: {schedules} schedules, {duration:.0f}s of faults, {db_kind}, seed {seed}", flush=True)
+    report = run(schedules, duration, db_kind, seed, args.reconcile_seconds)
+    report["seed"] = seed
+    broken = verdict(report, max_repair_p99=30.0)
+    report["verdict"] = "pass" if not broken else "FAIL: " + "; ".join(broken)
+    print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0 if not broken else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
