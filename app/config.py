@@ -26,7 +26,7 @@ class Settings:
     RECUR_QUEUE: str = "recur"
     RECUR_TASK_MODULES: list[str] = field(default_factory=list)
     RECUR_RECONCILE_SECONDS: float = 5.0
-    RECUR_LEASE_SECONDS: float = 6.0
+    RECUR_LEASE_SECONDS: float = 5.0
     RECUR_MOVER_MAX_SLEEP: float = 0.2
     RECUR_LINK_RESULT_TTL: int = 300
 

@@ -229,7 +229,7 @@ def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seco
         for process in chaos.workers:
             process.popen.terminate()
         for process in chaos.workers:
-            process.popen.wait(60)
+            process.stop(timeout=60)
         engine = create_engine(make_url(database_url).set(
             drivername="postgresql+psycopg" if db_kind == "postgres" else "sqlite"))
         report = _check(engine, Redis.from_url(redis.url), kinds, chaos.faults, settle, ended_at)

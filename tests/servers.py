@@ -112,6 +112,7 @@ class Process:
         elif self.alive():
             self.popen.send_signal(signal.SIGKILL)
         self.popen.wait(10)
+        self._log.close()
 
     def stop(self, timeout: float = 20) -> None:
         if self.alive():
@@ -120,7 +121,7 @@ class Process:
                 self.popen.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
-        self._log.close()
+        self._log.close()  # closing twice is harmless
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")

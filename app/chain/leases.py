@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
+import time
 
 from redis import Redis
 from redis.exceptions import RedisError
@@ -26,7 +28,7 @@ def holders(redis: Redis, schedule_ids: list[str]) -> list[str | None]:
 
 
 class Lease:
-    """Held by the process running a link, renewed from a daemon thread until released.
+    """Held by the process running a link, renewed every quarter-lease until released.
 
     Renewal re-creates the key if it vanished (a Redis flush), so a live run is not written off.
     """
@@ -36,29 +38,80 @@ class Lease:
         self._key = lease_key(schedule_id)
         self._run_id = run_id
         self._ttl_ms = max(1000, int(ttl_seconds * 1000))
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._held = False
+        self._lock = threading.Lock()  # a renewal never lands after the release
+
+    @property
+    def period(self) -> float:
+        return self._ttl_ms / 4000
 
     def __enter__(self) -> Lease:
+        self._held = True
         self._renew()
-        self._thread = threading.Thread(target=self._renew_loop, name="recur-lease", daemon=True)
-        self._thread.start()
+        _renewer().add(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
+        with self._lock:
+            self._held = False
+        _renewer().discard(self)
         with contextlib.suppress(RedisError):  # if Redis is gone, the lease lapses by itself
             self._redis.eval(_RELEASE, 1, self._key, self._run_id)
+
+    def renew_if_held(self) -> None:
+        with self._lock:
+            if self._held:
+                self._renew()
 
     def _renew(self) -> None:
         with contextlib.suppress(RedisError):  # a missed renewal is retried a quarter-lease later
             self._redis.set(self._key, self._run_id, px=self._ttl_ms)
 
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self._ttl_ms / 4000):
-            self._renew()
+
+class _Renewer:
+    """One daemon thread per process renews every lease the process holds. A thread started and joined
+    per run cost more than a short task itself."""
+
+    def __init__(self) -> None:
+        self._due: dict[int, tuple[Lease, float]] = {}
+        self._changed = threading.Condition()
+        threading.Thread(target=self._loop, name="recur-lease", daemon=True).start()
+
+    def add(self, lease: Lease) -> None:
+        with self._changed:
+            self._due[id(lease)] = (lease, time.monotonic() + lease.period)
+            self._changed.notify()
+
+    def discard(self, lease: Lease) -> None:
+        with self._changed:
+            self._due.pop(id(lease), None)
+
+    def _loop(self) -> None:
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                due = [lease for lease, at in self._due.values() if at <= now]
+                for lease in due:
+                    self._due[id(lease)] = (lease, now + lease.period)
+                if not due:
+                    soonest = min((at for _, at in self._due.values()), default=None)
+                    self._changed.wait(None if soonest is None else soonest - now)
+                    continue
+            for lease in due:
+                lease.renew_if_held()
+
+
+_renewers: dict[int, _Renewer] = {}
+
+
+def _renewer() -> _Renewer:
+    """This process's renewer (a forked work horse starts its own: threads do not survive a fork)."""
+    pid = os.getpid()
+    renewer = _renewers.get(pid)
+    if renewer is None:
+        _renewers.clear()
+        renewer = _renewers[pid] = _Renewer()
+    return renewer
 
 
 _RELEASE = """

@@ -16,7 +16,7 @@ from app import clock
 from app.chain import state
 from app.chain.handoff import hand_off
 from app.chain.leases import Lease, holder
-from app.extensions import get_redis
+from app.extensions import db, get_redis
 from app.models import RunStatus
 from app.tasks import TaskEvent, get_task
 
@@ -31,9 +31,18 @@ _fallback_app: Flask | None = None
 def run_link(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: str) -> str:
     """Entry point of the RQ job. Returns what happened, for `rq info` and the logs."""
     if has_app_context():
-        return _run(schedule_id, revision, repeat, retry, datetime.fromisoformat(scheduled_for))
+        return _run_closed(schedule_id, revision, repeat, retry, datetime.fromisoformat(scheduled_for))
     with _app().app_context():
-        return _run(schedule_id, revision, repeat, retry, datetime.fromisoformat(scheduled_for))
+        return _run_closed(schedule_id, revision, repeat, retry, datetime.fromisoformat(scheduled_for))
+
+
+def _run_closed(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime) -> str:
+    try:
+        return _run(schedule_id, revision, repeat, retry, scheduled_for)
+    finally:
+        # An in-process worker keeps its session between links: leave no transaction (on SQLite, a
+        # write lock that every other process would wait for) open behind this one.
+        db.session.remove()
 
 
 def _app() -> Flask:

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import bindparam, insert, select, update
 
 from app.chain import planning
 from app.extensions import db
-from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus, Workflow
+from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,27 @@ def _expects(schedule_id: str, revision: int, repeat: int, retry: int) -> Any:
     )
 
 
+# The claim, built once: the compare-and-set UPDATE hands back what the run needs (RETURNING), so a
+# claim is one UPDATE, one INSERT and a commit.
+_CLAIM = (
+    update(ScheduledJob)
+    .where(_expects(bindparam("p_id"), bindparam("p_revision"), bindparam("p_repeat"), bindparam("p_retry")))
+    .values(
+        running_run_id=bindparam("p_run_id"),
+        last_run_at=bindparam("p_now", type_=UTCDateTime()),
+        updated_at=bindparam("p_now", type_=UTCDateTime()),
+    )
+    .returning(
+        ScheduledJob.name,
+        ScheduledJob.trigger_payload,
+        ScheduledJob.timeout_seconds,
+        select(Workflow.task).where(Workflow.id == ScheduledJob.workflow_id).scalar_subquery(),
+    )
+    .execution_options(synchronize_session=False)
+)
+_RECORD_RUN = insert(Run)
+
+
 def claim_tick(
     schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime, now: datetime,
     worker: str | None,
@@ -49,32 +70,38 @@ def claim_tick(
     """
     run_id = str(uuid.uuid4())
     try:
-        claimed = db.session.execute(
-            update(ScheduledJob)
-            .where(_expects(schedule_id, revision, repeat, retry))
-            .values(running_run_id=run_id, last_run_at=now, updated_at=now)
-            .execution_options(synchronize_session=False)
-        ).rowcount
-        if claimed != 1:
+        claimed = db.session.execute(_CLAIM, {
+            "p_id": schedule_id, "p_revision": revision, "p_repeat": repeat, "p_retry": retry,
+            "p_run_id": run_id, "p_now": now,
+        }).first()
+        if claimed is None or claimed[3] is None:  # fenced out, or its workflow is gone
             db.session.rollback()
             return None
-        schedule = db.session.get(ScheduledJob, schedule_id, populate_existing=True)
-        workflow = db.session.get(Workflow, schedule.workflow_id) if schedule else None
-        if schedule is None or workflow is None:
-            db.session.rollback()
-            return None
-        db.session.add(
-            Run(
-                id=run_id, schedule_id=schedule_id, repeat_number=repeat, retry_number=retry,
-                scheduled_for=scheduled_for, started_at=now, status=RunStatus.RUNNING.value, worker=worker,
-            )
-        )
-        claim = Claim(run_id, workflow.task, schedule.name, schedule.trigger_payload, schedule.timeout_seconds)
+        name, payload, timeout_seconds, task = claimed
+        db.session.execute(_RECORD_RUN, [{
+            "id": run_id, "schedule_id": schedule_id, "repeat_number": repeat, "retry_number": retry,
+            "scheduled_for": scheduled_for, "started_at": now, "status": RunStatus.RUNNING.value, "worker": worker,
+        }])
         db.session.commit()
-        return claim
+        return Claim(run_id, task, name, payload, timeout_seconds)
     except BaseException:
         db.session.rollback()
         raise
+
+
+def _commit_keeping(schedule: ScheduledJob) -> ScheduledJob:
+    """Commit, and keep the row's values as written instead of expiring them.
+
+    The caller hands off the next link from exactly these values; reloading them would cost a query,
+    and would open a transaction (a write lock, on SQLite) that an in-process worker keeps until its next job.
+    """
+    session = db.session()
+    session.expire_on_commit = False
+    try:
+        session.commit()
+    finally:
+        session.expire_on_commit = True
+    return schedule
 
 
 def skip_tick(
@@ -96,11 +123,21 @@ def skip_tick(
         schedule.current_repeat += 1
         schedule.current_retry = 0
         _advance(schedule, scheduled_for, now)
-        db.session.commit()
-        return schedule
+        return _commit_keeping(schedule)
     except BaseException:
         db.session.rollback()
         raise
+
+
+# Compare-and-set on the run; hands back what the schedule's update needs.
+_FINISH_RUN = (
+    update(Run)
+    .where((Run.id == bindparam("p_run_id")) & (Run.status == RunStatus.RUNNING.value))
+    .values(status=bindparam("p_status"), finished_at=bindparam("p_finished_at", type_=UTCDateTime()),
+            error=bindparam("p_error"))
+    .returning(Run.schedule_id, Run.scheduled_for)
+    .execution_options(synchronize_session=False)
+)
 
 
 def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime) -> ScheduledJob | None:
@@ -110,17 +147,14 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
     its horse die, or the reconciler that found it lost) applies the outcome; the others get None.
     """
     try:
-        finished = db.session.execute(
-            update(Run)
-            .where((Run.id == run_id) & (Run.status == RunStatus.RUNNING.value))
-            .values(status=status.value, finished_at=now, error=error)
-            .execution_options(synchronize_session=False)
-        ).rowcount
-        if finished != 1:
+        finished = db.session.execute(_FINISH_RUN, {
+            "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
+        }).first()
+        if finished is None:
             db.session.rollback()
             return None
-        run = db.session.get(Run, run_id, populate_existing=True)
-        schedule = db.session.get(ScheduledJob, run.schedule_id, with_for_update=True, populate_existing=True)
+        schedule_id, nominal = finished
+        schedule = db.session.get(ScheduledJob, schedule_id, with_for_update=True, populate_existing=True)
         if schedule is None or schedule.running_run_id != run_id:
             # Deleted, or the run was already written off: keep the run's record, touch nothing else.
             db.session.commit()
@@ -135,7 +169,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
             if schedule.total_repeats and schedule.run_count >= schedule.total_repeats:
                 _finish(schedule, ScheduleStatus.DONE)
             else:
-                _advance(schedule, run.scheduled_for, now)
+                _advance(schedule, nominal, now)
         else:
             schedule.error_count += 1
             schedule.last_error = error
@@ -143,9 +177,8 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
             if schedule.current_retry > schedule.max_retries:
                 _finish(schedule, ScheduleStatus.DEAD)
             elif schedule.status == ScheduleStatus.ACTIVE.value:
-                schedule.next_run_at = planning.retry_at(schedule, run.scheduled_for, now)
-        db.session.commit()
-        return schedule
+                schedule.next_run_at = planning.retry_at(schedule, nominal, now)
+        return _commit_keeping(schedule)
     except BaseException:
         db.session.rollback()
         raise

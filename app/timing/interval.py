@@ -2,6 +2,8 @@
 
 Intervals that are whole days keep the local clock time in the zone (stepping local dates, with the
 gap/fold rules of wallclock); all other intervals are exact elapsed seconds in UTC.
+For whole days the slot wall time is the anchor's wall time; if the anchor itself was the second
+occurrence of a repeated wall time, that day's slot is still the first occurrence (fold rule).
 """
 from __future__ import annotations
 

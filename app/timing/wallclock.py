@@ -19,11 +19,6 @@ def utc_to_wall(instant: datetime, tz: ZoneInfo) -> datetime:
     return instant.astimezone(tz).replace(tzinfo=None)
 
 
-def wall_exists(wall: datetime, tz: ZoneInfo) -> bool:
-    """True unless `wall` falls in a spring-forward gap of `tz`."""
-    return utc_to_wall(wall.replace(tzinfo=tz, fold=0).astimezone(UTC), tz) == wall
-
-
 def wall_to_utc(wall: datetime, tz: ZoneInfo) -> datetime:
     """Map a naive wall time in `tz` to the UTC instant it runs at (gap -> end of gap, overlap -> first)."""
     first = wall.replace(tzinfo=tz, fold=0).astimezone(UTC)
