@@ -54,7 +54,7 @@ def reconcile_once(app: Flask) -> dict[str, object] | None:
 
     try:
         with app.app_context():
-            started = time.monotonic()
+            started = clock.monotonic()
             try:
                 report = reconcile(clock.utcnow(), renew).as_dict()
             except LockLost:
@@ -62,7 +62,7 @@ def reconcile_once(app: Flask) -> dict[str, object] | None:
                 return None
             finally:
                 db.session.remove()
-            report["seconds"] = round(time.monotonic() - started, 3)
+            report["seconds"] = round(clock.monotonic() - started, 3)
         if report["links_repaired"] or report["runs_written_off"]:
             log.warning("reconcile: %s", report)
         return report
@@ -82,15 +82,15 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
             return
         try:
             mover.move_due(clock.utcnow())
-            if time.monotonic() >= next_reconcile:
-                next_reconcile = time.monotonic() + every
+            if clock.monotonic() >= next_reconcile:
+                next_reconcile = clock.monotonic() + every
                 reconcile_once(app)
             head = mover.next_due()
         except (RedisError, SQLAlchemyError, OSError) as exc:
             log.warning("background pass failed (%s); retrying", exc)
             head = None
             stop.wait(1.0)
-        wait = max_sleep if head is None else min(max_sleep, max(0.0, head - time.time()))
+        wait = max_sleep if head is None else min(max_sleep, max(0.0, head - clock.utcnow().timestamp()))
         stop.wait(wait)
 
 

@@ -66,7 +66,8 @@ def _sqlite_begin_immediate(conn) -> None:  # type: ignore[no-untyped-def]
 
 
 def get_redis(app: Flask | None = None) -> Redis:
-    return (app or current_app).extensions["recur.redis"]
+    redis: Redis = (app or current_app).extensions["recur.redis"]
+    return redis
 
 
 def get_queue(app: Flask | None = None) -> Queue:

@@ -35,16 +35,23 @@ def _body(schema: Schema, partial: bool = False) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise ApiError(400, "bad_request", "The body must be a JSON object (Content-Type: application/json).")
     try:
-        return schema.load(payload, partial=partial)
+        data: dict[str, Any] = schema.load(payload, partial=partial)
     except ValidationError as exc:
-        raise validation_error(exc.messages) from exc
+        raise validation_error(_messages(exc)) from exc
+    return data
 
 
 def _query(schema: Schema) -> dict[str, Any]:
     try:
-        return schema.load(request.args.to_dict())
+        data: dict[str, Any] = schema.load(request.args.to_dict())
     except ValidationError as exc:
-        raise validation_error(exc.messages, "The query string is invalid.") from exc
+        raise validation_error(_messages(exc), "The query string is invalid.") from exc
+    return data
+
+
+def _messages(exc: ValidationError) -> dict[str, Any]:
+    messages = exc.messages
+    return messages if isinstance(messages, dict) else {"_schema": messages}
 
 
 def _created(body: dict[str, Any]) -> tuple[Response, int]:
@@ -69,7 +76,8 @@ def _schedule_body(schedule: ScheduledJob) -> dict[str, Any]:
 
 def _service(call: Any, *args: Any) -> ScheduledJob:
     try:
-        return call(*args)
+        schedule: ScheduledJob = call(*args)
+        return schedule
     except LookupError as exc:
         db.session.rollback()
         raise not_found("schedule", args[0]) from exc

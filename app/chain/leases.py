@@ -16,14 +16,14 @@ def lease_key(schedule_id: str) -> str:
 
 
 def holder(redis: Redis, schedule_id: str) -> str | None:
-    value = redis.get(lease_key(schedule_id))
+    value: bytes | None = redis.get(lease_key(schedule_id))  # type: ignore[assignment]
     return value.decode() if value else None
 
 
 def holders(redis: Redis, schedule_ids: list[str]) -> list[str | None]:
     if not schedule_ids:
         return []
-    values = redis.mget([lease_key(s) for s in schedule_ids])
+    values: list[bytes | None] = redis.mget([lease_key(s) for s in schedule_ids])  # type: ignore[assignment]
     return [v.decode() if v else None for v in values]
 
 
@@ -74,13 +74,17 @@ class _Renewer:
 
     def __init__(self) -> None:
         self._due: dict[int, tuple[Lease, float]] = {}
+        self._wake_at: float | None = None  # when the thread wakes next by itself (None: when told)
         self._changed = threading.Condition()
         threading.Thread(target=self._loop, name="recur-lease", daemon=True).start()
 
     def add(self, lease: Lease) -> None:
+        at = time.monotonic() + lease.period
         with self._changed:
-            self._due[id(lease)] = (lease, time.monotonic() + lease.period)
-            self._changed.notify()
+            self._due[id(lease)] = (lease, at)
+            if self._wake_at is None or at < self._wake_at:  # else it wakes early enough by itself
+                self._wake_at = at
+                self._changed.notify()
 
     def discard(self, lease: Lease) -> None:
         with self._changed:
@@ -94,8 +98,8 @@ class _Renewer:
                 for lease in due:
                     self._due[id(lease)] = (lease, now + lease.period)
                 if not due:
-                    soonest = min((at for _, at in self._due.values()), default=None)
-                    self._changed.wait(None if soonest is None else soonest - now)
+                    self._wake_at = min((at for _, at in self._due.values()), default=None)
+                    self._changed.wait(None if self._wake_at is None else self._wake_at - now)
                     continue
             for lease in due:
                 lease.renew_if_held()

@@ -57,6 +57,12 @@ def revision_of(description: str | None) -> int | None:
     return None
 
 
+def scheduled_key(queue: Queue) -> str:
+    """The key of RQ's ScheduledJobRegistry for `queue`, where pending links wait until due."""
+    key: str = ScheduledJobRegistry(queue=queue).key  # type: ignore[no-untyped-call]
+    return key
+
+
 def put_link(queue: Queue, plan: LinkPlan, result_ttl: int, pipeline: Pipeline | None = None) -> None:
     """Schedule `plan` as the pending link, replacing any copy under the same ID that has not started.
 
@@ -94,7 +100,7 @@ def cancel_link(queue: Queue, job_id: str, pipeline: Pipeline | None = None) -> 
 
 
 def _remove_pending(queue: Queue, job_id: str, pipe: Pipeline) -> None:
-    pipe.zrem(ScheduledJobRegistry(queue=queue).key, job_id)
+    pipe.zrem(scheduled_key(queue), job_id)
     pipe.lrem(queue.key, 0, job_id)
     # Only the pending copy's hash goes; a started one keeps its hash so RQ can finish it cleanly.
     pipe.eval(_DELETE_IF_PENDING, 1, Job.key_for(job_id))
@@ -121,7 +127,7 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
     worker took and never claimed is not pending: recovery re-creates it (and the fence keeps any
     stray copy from running the tick twice).
     """
-    registry_key = ScheduledJobRegistry(queue=queue).key
+    registry_key = scheduled_key(queue)
     with redis.pipeline(transaction=False) as pipe:
         for job_id in job_ids:
             pipe.hmget(Job.key_for(job_id), "status", "description", "enqueued_at", "started_at")

@@ -13,8 +13,9 @@ from datetime import datetime
 from redis import Redis
 from rq import Queue
 from rq.job import Job
-from rq.registry import ScheduledJobRegistry
 from rq.utils import utcformat
+
+from app.chain.links import scheduled_key
 
 _MOVE_DUE = """
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
@@ -35,7 +36,7 @@ class Mover:
     def __init__(self, redis: Redis, queue: Queue, batch: int = 500) -> None:
         self._redis = redis
         self._queue = queue
-        self._registry_key = ScheduledJobRegistry(queue=queue).key
+        self._registry_key = scheduled_key(queue)
         self._batch = batch
         self._script = redis.register_script(_MOVE_DUE)
 

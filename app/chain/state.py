@@ -27,22 +27,29 @@ class Claim:
     timeout_seconds: int
 
 
-def _expects(schedule_id: str, revision: int, repeat: int, retry: int) -> Any:
+# The hot path (claim, finish) runs Core statements, built once, on the session's connection: the
+# ORM's unit of work cost more per run than everything else a link does.
+_SCHEDULES = ScheduledJob.__table__
+_RUNS = Run.__table__
+
+
+def _expects(schedule_id: Any, revision: Any, repeat: Any, retry: Any) -> Any:
     """The WHERE clause of the fence: active, same revision, same tick, nothing running."""
+    columns = _SCHEDULES.c
     return (
-        (ScheduledJob.id == schedule_id)
-        & (ScheduledJob.status == ScheduleStatus.ACTIVE.value)
-        & (ScheduledJob.revision == revision)
-        & (ScheduledJob.current_repeat == repeat)
-        & (ScheduledJob.current_retry == retry)
-        & (ScheduledJob.running_run_id.is_(None))
+        (columns.id == schedule_id)
+        & (columns.status == ScheduleStatus.ACTIVE.value)
+        & (columns.revision == revision)
+        & (columns.current_repeat == repeat)
+        & (columns.current_retry == retry)
+        & (columns.running_run_id.is_(None))
     )
 
 
 # The claim, built once: the compare-and-set UPDATE hands back what the run needs (RETURNING), so a
 # claim is one UPDATE, one INSERT and a commit.
 _CLAIM = (
-    update(ScheduledJob)
+    update(_SCHEDULES)
     .where(_expects(bindparam("p_id"), bindparam("p_revision"), bindparam("p_repeat"), bindparam("p_retry")))
     .values(
         running_run_id=bindparam("p_run_id"),
@@ -50,14 +57,13 @@ _CLAIM = (
         updated_at=bindparam("p_now", type_=UTCDateTime()),
     )
     .returning(
-        ScheduledJob.name,
-        ScheduledJob.trigger_payload,
-        ScheduledJob.timeout_seconds,
-        select(Workflow.task).where(Workflow.id == ScheduledJob.workflow_id).scalar_subquery(),
+        _SCHEDULES.c.name,
+        _SCHEDULES.c.trigger_payload,
+        _SCHEDULES.c.timeout_seconds,
+        select(Workflow.task).where(Workflow.id == _SCHEDULES.c.workflow_id).scalar_subquery(),
     )
-    .execution_options(synchronize_session=False)
 )
-_RECORD_RUN = insert(Run)
+_RECORD_RUN = insert(_RUNS)
 
 
 def claim_tick(
@@ -70,7 +76,8 @@ def claim_tick(
     """
     run_id = str(uuid.uuid4())
     try:
-        claimed = db.session.execute(_CLAIM, {
+        connection = db.session.connection()
+        claimed = connection.execute(_CLAIM, {
             "p_id": schedule_id, "p_revision": revision, "p_repeat": repeat, "p_retry": retry,
             "p_run_id": run_id, "p_now": now,
         }).first()
@@ -78,7 +85,7 @@ def claim_tick(
             db.session.rollback()
             return None
         name, payload, timeout_seconds, task = claimed
-        db.session.execute(_RECORD_RUN, [{
+        connection.execute(_RECORD_RUN, [{
             "id": run_id, "schedule_id": schedule_id, "repeat_number": repeat, "retry_number": retry,
             "scheduled_for": scheduled_for, "started_at": now, "status": RunStatus.RUNNING.value, "worker": worker,
         }])
@@ -131,12 +138,22 @@ def skip_tick(
 
 # Compare-and-set on the run; hands back what the schedule's update needs.
 _FINISH_RUN = (
-    update(Run)
-    .where((Run.id == bindparam("p_run_id")) & (Run.status == RunStatus.RUNNING.value))
+    update(_RUNS)
+    .where((_RUNS.c.id == bindparam("p_run_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
     .values(status=bindparam("p_status"), finished_at=bindparam("p_finished_at", type_=UTCDateTime()),
             error=bindparam("p_error"))
-    .returning(Run.schedule_id, Run.scheduled_for)
-    .execution_options(synchronize_session=False)
+    .returning(_RUNS.c.schedule_id, _RUNS.c.scheduled_for)
+)
+_LOAD_SCHEDULE = select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update()
+# What finishing a run may change; written only while the row still names this run as running.
+_CHAIN_COLUMNS = (
+    "status", "current_repeat", "current_retry", "next_run_at", "run_count", "error_count", "last_error",
+    "running_run_id", "updated_at",
+)
+_SAVE_CHAIN_STATE = (
+    update(_SCHEDULES)
+    .where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.running_run_id == bindparam("p_run_id")))
+    .values({name: bindparam(f"p_{name}", type_=_SCHEDULES.c[name].type) for name in _CHAIN_COLUMNS})
 )
 
 
@@ -145,43 +162,54 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
 
     Compare-and-set on the run: only the first to finish a run (the link itself, the worker that saw
     its horse die, or the reconciler that found it lost) applies the outcome; the others get None.
+    Returns the schedule as committed, detached from the session (a snapshot to hand off from).
     """
     try:
-        finished = db.session.execute(_FINISH_RUN, {
+        connection = db.session.connection()
+        finished = connection.execute(_FINISH_RUN, {
             "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
         }).first()
         if finished is None:
             db.session.rollback()
             return None
         schedule_id, nominal = finished
-        schedule = db.session.get(ScheduledJob, schedule_id, with_for_update=True, populate_existing=True)
-        if schedule is None or schedule.running_run_id != run_id:
+        row = connection.execute(_LOAD_SCHEDULE, {"p_id": schedule_id}).first()
+        if row is None or row.running_run_id != run_id:
             # Deleted, or the run was already written off: keep the run's record, touch nothing else.
             db.session.commit()
             return None
-        schedule.running_run_id = None
-        schedule.updated_at = now
-        if status is RunStatus.SUCCEEDED:
-            schedule.run_count += 1
-            schedule.current_repeat += 1
-            schedule.current_retry = 0
-            schedule.last_error = None
-            if schedule.total_repeats and schedule.run_count >= schedule.total_repeats:
-                _finish(schedule, ScheduleStatus.DONE)
-            else:
-                _advance(schedule, nominal, now)
-        else:
-            schedule.error_count += 1
-            schedule.last_error = error
-            schedule.current_retry += 1
-            if schedule.current_retry > schedule.max_retries:
-                _finish(schedule, ScheduleStatus.DEAD)
-            elif schedule.status == ScheduleStatus.ACTIVE.value:
-                schedule.next_run_at = planning.retry_at(schedule, nominal, now)
-        return _commit_keeping(schedule)
+        schedule = ScheduledJob(**row._mapping)  # a snapshot, never added to the session
+        _apply_outcome(schedule, status, error, nominal, now)
+        values = {f"p_{name}": getattr(schedule, name) for name in _CHAIN_COLUMNS}
+        connection.execute(_SAVE_CHAIN_STATE, {"p_id": schedule_id, "p_run_id": run_id, **values})
+        db.session.commit()
+        return schedule
     except BaseException:
         db.session.rollback()
         raise
+
+
+def _apply_outcome(schedule: ScheduledJob, status: RunStatus, error: str | None, nominal: datetime,
+                   now: datetime) -> None:
+    schedule.running_run_id = None
+    schedule.updated_at = now
+    if status is RunStatus.SUCCEEDED:
+        schedule.run_count += 1
+        schedule.current_repeat += 1
+        schedule.current_retry = 0
+        schedule.last_error = None
+        if schedule.total_repeats and schedule.run_count >= schedule.total_repeats:
+            _finish(schedule, ScheduleStatus.DONE)
+        else:
+            _advance(schedule, nominal, now)
+    else:
+        schedule.error_count += 1
+        schedule.last_error = error
+        schedule.current_retry += 1
+        if schedule.current_retry > schedule.max_retries:
+            _finish(schedule, ScheduleStatus.DEAD)
+        elif schedule.status == ScheduleStatus.ACTIVE.value:
+            schedule.next_run_at = planning.retry_at(schedule, nominal, now)
 
 
 def _matches(schedule: ScheduledJob, revision: int, repeat: int, retry: int) -> bool:

@@ -26,7 +26,7 @@ class RecurWorker(Worker):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     def handle_work_horse_killed(self, job: Any, retpid: int, ret_val: int, rusage: Any) -> None:
-        super().handle_work_horse_killed(job, retpid, ret_val, rusage)
+        super().handle_work_horse_killed(job, retpid, ret_val, rusage)  # type: ignore[no-untyped-call]
         parsed = parse_link_id(job.id)
         if parsed is None:
             return
