@@ -10,7 +10,6 @@ import logging
 import os
 import signal
 import threading
-import time
 import uuid
 
 from flask import Flask
