@@ -163,6 +163,17 @@ def remove(schedule_ids: list[str]) -> list[str]:
     return found
 
 
+def preview(data: dict[str, Any], now: datetime, count: int) -> tuple[timing.Spec, list[datetime]]:
+    """What a timing body means, as if the schedule were created now: its spec and next nominal times."""
+    draft = ScheduledJob(**timing_columns(data, now))
+    _defaults(draft)
+    if draft.anchor_at is None:
+        draft.anchor_at = ceil_second(now)
+    first = _first(draft, now)
+    spec = planning.spec_of(draft)
+    return spec, [first, *timing.preview(spec, first, count - 1)]
+
+
 def next_runs(schedule: ScheduledJob, now: datetime, count: int = 5) -> list[datetime]:
     """The nominal times of the next runs: the planned one first, then the spec's, within total_repeats."""
     if schedule.status not in (ScheduleStatus.ACTIVE.value, ScheduleStatus.PAUSED.value):

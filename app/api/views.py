@@ -8,7 +8,7 @@ from flask import Blueprint, Response, jsonify, request
 from marshmallow import Schema, ValidationError
 from sqlalchemy import func, select
 
-from app import clock, schedules, timing
+from app import clock, schedules
 from app.api.errors import ApiError, not_found, validation_error
 from app.api.schemas import (
     BatchDeleteIn,
@@ -160,25 +160,15 @@ def create_schedule() -> tuple[Response, int]:
 @api.post("/schedules/preview/")
 def preview_schedule() -> Response:
     data = _body(PreviewIn())
-    now = clock.utcnow()
     count = data.pop("count")
     try:
-        columns = schedules.timing_columns(data, now)
-        columns.setdefault("anchor_at", clock.ceil_second(now))
-        if columns["anchor_at"] is None:
-            columns["anchor_at"] = clock.ceil_second(now)
-        spec = timing.build_spec(columns)
+        spec, times = schedules.preview(data, clock.utcnow(), count)
     except schedules.Invalid as exc:
         raise ApiError(422, "validation_error", "The request body is invalid.", exc.errors) from exc
-    except timing.TimingError as exc:
-        raise ApiError(422, "validation_error", "The request body is invalid.", {exc.field: [exc.message]}) from exc
-    first_after = columns["anchor_at"] if columns.get("interval_seconds") and "anchor_date" not in data else now
-    times = timing.preview(spec, max(now, first_after), count)
-    zone = spec.tz
     return jsonify({
         "description": spec.describe(),
-        "timezone": str(zone),
-        "next_runs": [{"utc": iso(t), "local": t.astimezone(zone).isoformat()} for t in times],
+        "timezone": spec.tz.key,
+        "next_runs": [{"utc": iso(t), "local": t.astimezone(spec.tz).isoformat()} for t in times],
     })
 
 
