@@ -9,12 +9,6 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
 
-TIMING_KINDS = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
-TIMING_FIELDS = (
-    *TIMING_KINDS, "anchor_date", "day_or", "timezone", "start_at", "end_at",
-    "only_between", "not_on", "jitter_seconds",
-)
-
 
 def _int(minimum: int, **kwargs: Any) -> fields.Integer:
     return fields.Integer(strict=True, validate=validate.Range(min=minimum), **kwargs)
@@ -32,20 +26,11 @@ class WorkflowIn(Schema):
     task = fields.String(required=True, validate=validate.Length(min=1, max=200))
 
 
-class ScheduleIn(Schema):
-    """Create body; PATCH loads it with partial=True. Exactly one kind of timing is checked by app.timing."""
+class TimingIn(Schema):
+    """The timing fields of a schedule. Exactly one kind of timing is checked by app.schedules/app.timing."""
 
     class Meta:
         unknown = RAISE
-
-    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
-    description = fields.String(allow_none=True, validate=validate.Length(max=10_000))
-    workflow_id = _int(1, required=True)
-    trigger_node_id = fields.String(allow_none=True, validate=validate.Length(max=200))
-    total_repeats = _int(0)
-    max_retries = _int(0)
-    timeout_seconds = _int(1)
-    trigger_payload = fields.Raw(allow_none=True)
 
     interval_seconds = _int(1, allow_none=True)
     every = fields.String(allow_none=True)
@@ -69,24 +54,20 @@ class ScheduleIn(Schema):
             raise ValidationError("end_at must be after start_at.", field_name="end_at")
 
 
-class PreviewIn(Schema):
-    class Meta:
-        unknown = RAISE
+class ScheduleIn(TimingIn):
+    """Create body; PATCH loads it with partial=True."""
 
-    interval_seconds = _int(1, allow_none=True)
-    every = fields.String(allow_none=True)
-    cron = fields.String(allow_none=True, validate=validate.Length(min=1, max=200))
-    day_or = fields.Boolean()
-    rrule = fields.String(allow_none=True, validate=validate.Length(min=1, max=6500))
-    at = _instant(allow_none=True)
-    after_seconds = _int(1, allow_none=True)
-    anchor_date = _instant(allow_none=True)
-    timezone = fields.String(validate=validate.Length(min=1, max=64))
-    start_at = _instant(allow_none=True)
-    end_at = _instant(allow_none=True)
-    only_between = fields.String(allow_none=True)
-    not_on = fields.List(fields.Raw(), allow_none=True)
-    jitter_seconds = _int(0)
+    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    description = fields.String(allow_none=True, validate=validate.Length(max=10_000))
+    workflow_id = _int(1, required=True)
+    trigger_node_id = fields.String(allow_none=True, validate=validate.Length(max=200))
+    total_repeats = _int(0)
+    max_retries = _int(0)
+    timeout_seconds = _int(1)
+    trigger_payload = fields.Raw(allow_none=True)
+
+
+class PreviewIn(TimingIn):
     count = fields.Integer(strict=True, validate=validate.Range(min=1, max=100), load_default=5)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from flask import current_app
+from redis.client import Pipeline
 from redis.exceptions import RedisError
 from rq import Queue
 
@@ -17,11 +18,12 @@ from app.models import ScheduledJob, ScheduleStatus
 log = logging.getLogger(__name__)
 
 
-def hand_off(schedule: ScheduledJob, queue: Queue | None = None) -> str | None:
+def hand_off(schedule: ScheduledJob, queue: Queue | None = None, pipeline: Pipeline | None = None) -> str | None:
     """Make the link this committed row expects the pending one; returns its ID, or None if none is due.
 
     Nothing is enqueued while a run of the schedule is going: that run hands off its own successor,
     and a link under the running one's ID would be overwritten by RQ's finishing write.
+    With `pipeline`, the writes join it and the caller executes it.
     """
     if (
         schedule.status != ScheduleStatus.ACTIVE.value
@@ -30,7 +32,7 @@ def hand_off(schedule: ScheduledJob, queue: Queue | None = None) -> str | None:
     ):
         return None
     plan = link_plan(schedule)
-    put_link(queue or get_queue(), plan, current_app.config["RECUR_LINK_RESULT_TTL"])
+    put_link(queue or get_queue(), plan, current_app.config["RECUR_LINK_RESULT_TTL"], pipeline=pipeline)
     return plan.job_id
 
 

@@ -8,6 +8,7 @@ import threading
 import time
 
 from redis import Redis
+from redis.client import Pipeline
 from redis.exceptions import RedisError
 
 
@@ -52,11 +53,21 @@ class Lease:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._stop_renewing():
+            with contextlib.suppress(RedisError):  # if Redis is gone, the lease lapses by itself
+                self._redis.eval(_RELEASE, 1, self._key, self._run_id)
+
+    def release(self, pipeline: Pipeline) -> None:
+        """Release as part of the caller's pipeline (saves a round trip); no renewal follows."""
+        if self._stop_renewing():
+            pipeline.eval(_RELEASE, 1, self._key, self._run_id)
+
+    def _stop_renewing(self) -> bool:
+        """Stop renewing; True the first time (the caller then deletes the key)."""
         with self._lock:
-            self._held = False
+            was_held, self._held = self._held, False
         _renewer().discard(self)
-        with contextlib.suppress(RedisError):  # if Redis is gone, the lease lapses by itself
-            self._redis.eval(_RELEASE, 1, self._key, self._run_id)
+        return was_held
 
     def renew_if_held(self) -> None:
         with self._lock:

@@ -91,11 +91,15 @@ def _run(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for
         "scheduled_for": scheduled_for.isoformat(),
         "payload": claim.payload if claim.payload is not None else {},
     }
-    with Lease(redis, schedule_id, claim.run_id, current_app.config["RECUR_LEASE_SECONDS"]):
+    with Lease(redis, schedule_id, claim.run_id, current_app.config["RECUR_LEASE_SECONDS"]) as lease:
         status, error = execute_task(claim.task, event, claim.timeout_seconds)
-    schedule = state.finish_run(claim.run_id, status, error, clock.utcnow())
-    if schedule is not None:
-        hand_off(schedule)
+        schedule = state.finish_run(claim.run_id, status, error, clock.utcnow())
+        # After the commit, one round trip: the lease goes and the successor arrives together.
+        with redis.pipeline(transaction=True) as pipe:
+            lease.release(pipe)
+            if schedule is not None:
+                hand_off(schedule, pipeline=pipe)
+            pipe.execute()
     return status.value
 
 
