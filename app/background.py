@@ -13,6 +13,7 @@ import threading
 import uuid
 
 from flask import Flask
+from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -64,9 +65,29 @@ def reconcile_once(app: Flask) -> dict[str, object] | None:
             report["seconds"] = round(clock.monotonic() - started, 3)
         if report["links_repaired"] or report["runs_written_off"]:
             log.warning("reconcile: %s", report)
+        _count(redis, report)
         return report
     finally:
         redis.eval(_RELEASE, 1, RECONCILE_LOCK, token)
+
+
+STATS_KEY = "recur:stats"
+
+
+def _count(redis: Redis, report: dict[str, object]) -> None:
+    """Keep running totals of repairs, for /api/v1/health/ and for anyone with redis-cli."""
+    with redis.pipeline(transaction=False) as pipe:
+        pipe.hincrby(STATS_KEY, "reconcile_passes", 1)
+        pipe.hincrby(STATS_KEY, "links_repaired", int(str(report["links_repaired"])))
+        pipe.hincrby(STATS_KEY, "runs_written_off", int(str(report["runs_written_off"])))
+        pipe.hset(STATS_KEY, mapping={"last_pass_at": clock.utcnow().isoformat(),
+                                      "last_pass_seconds": str(report["seconds"])})
+        pipe.execute()
+
+
+def read_stats(redis: Redis) -> dict[str, str]:
+    raw: dict[bytes, bytes] = redis.hgetall(STATS_KEY)  # type: ignore[assignment]
+    return {key.decode(): value.decode() for key, value in raw.items()}
 
 
 def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = None) -> None:

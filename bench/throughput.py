@@ -7,6 +7,7 @@ from datetime import UTC
 from typing import Any
 
 from rq import Queue
+from rq.registry import FinishedJobRegistry
 from rq.utils import utcparse
 
 from bench.stack import BASELINE_QUEUE, Bench, start_rq_workers, stop_all, utc
@@ -25,7 +26,7 @@ def recur(bench: Bench, workers: int, simple: bool, count: int) -> dict[str, Any
         due = time.time() + 1.0
         env.insert_schedules(workflow, count, 3600, lambda _: utc(int(due)))
         env.reconcile()
-        wait_for(lambda: env.finished_runs() >= count, 60 + count / 5, interval=0.25, what="the chain backlog")
+        wait_for(lambda: env.finished_runs() >= count, 60 + count / 5, interval=0.5, what="the chain backlog")
         runs = env.runs()
     finally:
         env.stop()
@@ -46,16 +47,12 @@ def bare_rq(bench: Bench, workers: int, simple: bool, count: int) -> dict[str, A
         jobs = queue.enqueue_many([Queue.prepare_data(noop, result_ttl=300) for _ in range(count)])
         ids = [job.id for job in jobs]
 
-        def started_times() -> list[float] | None:
-            with redis.pipeline(transaction=False) as pipe:
-                for job_id in ids:
-                    pipe.hmget(f"rq:job:{job_id}", "status", "started_at")
-                replies = pipe.execute()
-            if any(status != b"finished" for status, _ in replies):
-                return None
-            return [epoch_of(started.decode()) for _, started in replies]
-
-        starts = wait_for(started_times, 60 + count / 5, interval=0.25, what="the RQ backlog")
+        finished = FinishedJobRegistry(queue=queue)
+        wait_for(lambda: finished.count >= count, 60 + count / 5, interval=0.5, what="the RQ backlog")
+        with redis.pipeline(transaction=False) as pipe:
+            for job_id in ids:
+                pipe.hget(f"rq:job:{job_id}", "started_at")
+            starts = [epoch_of(started.decode()) for started in pipe.execute()]
     finally:
         stop_all(processes)
     per_second = rate(starts)

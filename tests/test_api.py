@@ -157,3 +157,18 @@ def test_no_body_gets_a_500(client, body):
                         ("post", "/api/v1/workflows/")):
         response = getattr(client, method)(url, data=json.dumps(body), content_type="application/json")
         assert response.status_code < 500, (url, body, response.json)
+
+
+def test_health_reports_both_stores_and_reconciler_totals(app, client):
+    from app.background import reconcile_once
+    from app.extensions import db
+
+    _schedule(client)
+    db.session.rollback()  # end the test's own transaction: the pass runs in an app context of its own
+    reconcile_once(app)
+    response = client.get("/api/v1/health/")
+    body = response.json
+    assert response.status_code == 200, body
+    assert (body["database"], body["redis"]) == ("ok", "ok")
+    assert body["schedules"] == {"active": 1}
+    assert body["reconciler"]["reconcile_passes"] == "1" and body["reconciler"]["links_repaired"] == "0"

@@ -6,7 +6,9 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 from marshmallow import Schema, ValidationError
+from redis.exceptions import RedisError
 from sqlalchemy import func, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from app import clock, schedules
 from app.api.errors import ApiError, not_found, validation_error
@@ -22,8 +24,9 @@ from app.api.schemas import (
     schedule_out,
     workflow_out,
 )
+from app.background import read_stats
 from app.chain import planning
-from app.extensions import db
+from app.extensions import db, get_redis
 from app.models import Run, ScheduledJob, Workflow
 from app.tasks import get_task, task_names
 
@@ -87,6 +90,25 @@ def _service(call: Any, *args: Any) -> ScheduledJob:
     except schedules.Conflict as exc:
         db.session.rollback()
         raise ApiError(400, "invalid_state", str(exc)) from exc
+
+
+# --- health ------------------------------------------------------------------------------------
+
+@api.get("/health/")
+def health() -> tuple[Response, int]:
+    """Whether Redis and the database answer, schedules by status, and the reconciler's running totals."""
+    body: dict[str, Any] = {"database": "ok", "redis": "ok"}
+    try:
+        body["schedules"] = dict(db.session.execute(
+            select(ScheduledJob.status, func.count()).group_by(ScheduledJob.status)).all())
+    except SQLAlchemyError as exc:
+        body["database"] = f"unavailable: {type(exc).__name__}"
+    try:
+        body["reconciler"] = read_stats(get_redis())
+    except RedisError as exc:
+        body["redis"] = f"unavailable: {type(exc).__name__}"
+    healthy = body["database"] == "ok" and body["redis"] == "ok"
+    return jsonify(body), 200 if healthy else 503
 
 
 # --- workflows ---------------------------------------------------------------------------------
