@@ -135,3 +135,16 @@ def test_cron_ticks_run_on_their_minutes(app, fake_clock):
     assert [r.scheduled_for for r in runs_of(schedule.id)] == [
         datetime(2026, 6, 1, 12, m, tzinfo=UTC) for m in (1, 2, 3)]
     assert fresh(schedule.id).status == "done"
+
+
+def test_jitter_delays_the_link_but_the_run_keeps_its_nominal_time(app, fake_clock):
+    from app import timing
+
+    fake_clock.set(datetime(2026, 6, 1, 12, 0, 30, tzinfo=UTC))
+    schedule = make_schedule(fake_clock.now, cron="*/5 * * * *", jitter_seconds=120)
+    nominal = datetime(2026, 6, 1, 12, 5, tzinfo=UTC)
+    expected = timing.jitter_delay(schedule.id, nominal, 120, nominal + timedelta(minutes=5))
+    assert next_due(app) == nominal + timedelta(seconds=expected)
+    step(app, fake_clock)
+    [run] = runs_of(schedule.id)
+    assert run.scheduled_for == nominal and run.started_at == nominal + timedelta(seconds=expected)
