@@ -93,6 +93,22 @@ def app(database_url: str, fake_redis: Redis) -> Iterator[Flask]:
         db.engine.dispose()
 
 
+@pytest.fixture(params=["fakeredis", "redis-server"])
+def chain_app(request: pytest.FixtureRequest, database_url: str) -> Iterator[Flask]:
+    """For chain tests: the same test on fakeredis and on the session's real redis-server."""
+    if request.param == "fakeredis":
+        redis, url = fakeredis.FakeRedis(), "redis://fake"
+    else:
+        server: RedisServer = request.getfixturevalue("redis_server")
+        redis, url = Redis.from_url(server.url), server.url
+        redis.flushall()
+    app = _make_app(database_url, redis, url)
+    with app.app_context():
+        yield app
+        db.session.remove()
+        db.engine.dispose()
+
+
 @pytest.fixture
 def real_app(database_url: str, redis_server: RedisServer) -> Iterator[Flask]:
     """An app on a fresh database and the session's real redis-server, flushed first."""

@@ -1,4 +1,5 @@
-"""The chain, driven through real RQ machinery (fakeredis with Lua, SimpleWorker in burst mode)."""
+"""The chain, driven through real RQ machinery (SimpleWorker in burst mode), each test on fakeredis (with
+Lua) and on a real redis-server."""
 
 from __future__ import annotations
 
@@ -16,15 +17,15 @@ from app.recovery import reconcile
 from tests.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids, step
 
 
-def test_interval_schedule_runs_to_done_with_fixed_rate(app, fake_clock):
+def test_interval_schedule_runs_to_done_with_fixed_rate(chain_app, fake_clock):
     created = fake_clock.now
     schedule = make_schedule(created, interval_seconds=10, total_repeats=3)
-    first = next_due(app)
+    first = next_due(chain_app)
     # The first run is one interval after creation, on a whole second (never early).
     assert first == created.replace(microsecond=0) + timedelta(seconds=11)
     for _ in range(3):
-        step(app, fake_clock, extra_seconds=0.4)
-    assert step(app, fake_clock) is None
+        step(chain_app, fake_clock, extra_seconds=0.4)
+    assert step(chain_app, fake_clock) is None
     schedule = fresh(schedule.id)
     assert schedule.status == ScheduleStatus.DONE.value
     assert (schedule.run_count, schedule.current_repeat, schedule.error_count) == (3, 3, 0)
@@ -36,20 +37,20 @@ def test_interval_schedule_runs_to_done_with_fixed_rate(app, fake_clock):
     assert [r.scheduled_for for r in runs] == [first + timedelta(seconds=10 * i) for i in range(3)]
 
 
-def test_past_slots_are_skipped_not_run_late(app, fake_clock):
+def test_past_slots_are_skipped_not_run_late(chain_app, fake_clock):
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
-    due = next_due(app)
+    due = next_due(chain_app)
     fake_clock.set(due + timedelta(seconds=35))  # ran 35 s late: slots +10, +20, +30 are past
-    run_due(app, fake_clock.now)
+    run_due(chain_app, fake_clock.now)
     assert fresh(schedule.id).next_run_at == due + timedelta(seconds=40)
     assert len(runs_of(schedule.id)) == 1
 
 
-def test_failures_back_off_then_die(app, fake_clock):
+def test_failures_back_off_then_die(chain_app, fake_clock):
     schedule = make_schedule(fake_clock.now, task="builtin.fail", interval_seconds=10, max_retries=2,
                              trigger_payload={"message": "boom"})
-    attempts = [step(app, fake_clock) for _ in range(3)]
-    assert step(app, fake_clock) is None
+    attempts = [step(chain_app, fake_clock) for _ in range(3)]
+    assert step(chain_app, fake_clock) is None
     schedule = fresh(schedule.id)
     assert schedule.status == ScheduleStatus.DEAD.value
     assert (schedule.error_count, schedule.run_count) == (3, 0)
@@ -61,11 +62,11 @@ def test_failures_back_off_then_die(app, fake_clock):
     assert [(b - a).total_seconds() for a, b in zip(attempts, attempts[1:], strict=False)] == [10, 20]
 
 
-def test_flaky_task_recovers_and_resets_retry(app, fake_clock):
+def test_flaky_task_recovers_and_resets_retry(chain_app, fake_clock):
     schedule = make_schedule(fake_clock.now, task="builtin.flaky", interval_seconds=5, total_repeats=2,
                              trigger_payload={"failures": 2})
     for _ in range(10):
-        if step(app, fake_clock) is None:
+        if step(chain_app, fake_clock) is None:
             break
     schedule = fresh(schedule.id)
     assert schedule.status == ScheduleStatus.DONE.value
@@ -75,86 +76,86 @@ def test_flaky_task_recovers_and_resets_retry(app, fake_clock):
     assert (schedule.run_count, schedule.error_count, schedule.current_retry, schedule.last_error) == (2, 4, 0, None)
 
 
-def test_timeout_counts_as_failure_and_chain_goes_on(app, fake_clock):
+def test_timeout_counts_as_failure_and_chain_goes_on(chain_app, fake_clock):
     schedule = make_schedule(fake_clock.now, task="builtin.sleep", interval_seconds=5, timeout_seconds=1,
                              max_retries=1, trigger_payload={"seconds": 5})
-    step(app, fake_clock)
+    step(chain_app, fake_clock)
     schedule = fresh(schedule.id)
     [run] = runs_of(schedule.id)
     assert run.status == RunStatus.TIMED_OUT.value
     assert (schedule.status, schedule.current_retry, schedule.error_count) == ("active", 1, 1)
-    assert scheduled_ids(app) == [link_id(schedule.id, 0, 1)]
+    assert scheduled_ids(chain_app) == [link_id(schedule.id, 0, 1)]
 
 
-def test_stale_link_with_old_id_changes_nothing(app, fake_clock):
+def test_stale_link_with_old_id_changes_nothing(chain_app, fake_clock):
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
-    step(app, fake_clock)
+    step(chain_app, fake_clock)
     before = fresh(schedule.id)
     state_before = (before.current_repeat, before.run_count, before.next_run_at, before.revision)
     # Enqueue by hand the link that already ran (n0-rc0), due now.
-    put_link(get_queue(app), LinkPlan(schedule.id, before.revision, 0, 0, fake_clock.now.replace(microsecond=0),
+    put_link(get_queue(chain_app), LinkPlan(schedule.id, before.revision, 0, 0, fake_clock.now.replace(microsecond=0),
                                       fake_clock.now.replace(microsecond=0), 60), 60)
-    run_due(app, fake_clock.now)
+    run_due(chain_app, fake_clock.now)
     after = fresh(schedule.id)
     assert (after.current_repeat, after.run_count, after.next_run_at, after.revision) == state_before
     assert len(runs_of(schedule.id)) == 1
-    assert scheduled_ids(app) == [link_id(schedule.id, 1, 0)]
+    assert scheduled_ids(chain_app) == [link_id(schedule.id, 1, 0)]
 
 
-def test_two_copies_of_one_link_give_one_run(app, fake_clock):
+def test_two_copies_of_one_link_give_one_run(chain_app, fake_clock):
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     job_id = link_id(schedule.id, 0, 0)
-    due = next_due(app)
+    due = next_due(chain_app)
     fake_clock.set(due)
-    Mover(get_redis(app), get_queue(app)).move_due(due)
-    get_queue(app).push_job_id(job_id)  # the same link queued twice, as a re-enqueue under an existing ID does
-    run_due(app, due)
+    Mover(get_redis(chain_app), get_queue(chain_app)).move_due(due)
+    get_queue(chain_app).push_job_id(job_id)  # the same link queued twice, as a re-enqueue under an existing ID does
+    run_due(chain_app, due)
     runs = runs_of(schedule.id)
     assert [(r.repeat_number, r.retry_number) for r in runs] == [(0, 0)]
     assert fresh(schedule.id).run_count == 1
 
 
-def test_overlapping_run_is_skipped_and_chain_continues(app, fake_clock):
+def test_overlapping_run_is_skipped_and_chain_continues(chain_app, fake_clock):
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
-    get_redis(app).set(lease_key(schedule.id), "another-run", px=60_000)
-    step(app, fake_clock)
+    get_redis(chain_app).set(lease_key(schedule.id), "another-run", px=60_000)
+    step(chain_app, fake_clock)
     [run] = runs_of(schedule.id)
     assert run.status == RunStatus.SKIPPED.value
     after = fresh(schedule.id)
     assert (after.current_repeat, after.run_count, after.status) == (1, 0, "active")
     # The successor has a new ID: reusing the running link's ID would end the chain.
-    assert scheduled_ids(app) == [link_id(schedule.id, 1, 0)]
+    assert scheduled_ids(chain_app) == [link_id(schedule.id, 1, 0)]
 
 
-def test_recovery_recreates_lost_link_once_and_overdue_fires_promptly(app, fake_clock):
+def test_recovery_recreates_lost_link_once_and_overdue_fires_promptly(chain_app, fake_clock):
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
-    due = next_due(app)
-    get_redis(app).flushall()
+    due = next_due(chain_app)
+    get_redis(chain_app).flushall()
     fake_clock.set(due + timedelta(seconds=95))  # nine slots missed while Redis was empty
     assert reconcile(fake_clock.now).links_repaired == [link_id(schedule.id, 0, 0)]
     assert reconcile(fake_clock.now).links_repaired == []  # idempotent
-    assert scheduled_ids(app) == [link_id(schedule.id, 0, 0)]
-    assert next_due(app) <= fake_clock.now  # overdue: due at once, not one interval later
-    run_due(app, fake_clock.now)
+    assert scheduled_ids(chain_app) == [link_id(schedule.id, 0, 0)]
+    assert next_due(chain_app) <= fake_clock.now  # overdue: due at once, not one interval later
+    run_due(chain_app, fake_clock.now)
     assert len(runs_of(schedule.id)) == 1  # once, not once per missed slot
     assert fresh(schedule.id).next_run_at == due + timedelta(seconds=100)
 
 
-def test_lost_run_is_written_off_and_retried(app, fake_clock):
+def test_lost_run_is_written_off_and_retried(chain_app, fake_clock):
     from app.chain import state
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
-    due = next_due(app)
+    due = next_due(chain_app)
     fake_clock.set(due)
     # A worker takes the link off the queue, claims the tick, and is killed before it finishes.
-    Mover(get_redis(app), get_queue(app)).move_due(due)
-    get_redis(app).delete(get_queue(app).key, Job.key_for(link_id(schedule.id, 0, 0)))
+    Mover(get_redis(chain_app), get_queue(chain_app)).move_due(due)
+    get_redis(chain_app).delete(get_queue(chain_app).key, Job.key_for(link_id(schedule.id, 0, 0)))
     claim = state.claim_tick(schedule.id, 0, 0, 0, due, fake_clock.now, "gone-worker")
     assert reconcile(fake_clock.now).runs_written_off == []  # within the lease grace: maybe still alive
     fake_clock.advance(seconds=30)
     assert reconcile(fake_clock.now).runs_written_off == [claim.run_id]
     [run] = runs_of(schedule.id)
     assert run.status == "failed" and run.error.startswith("worker_lost")
-    assert scheduled_ids(app) == [link_id(schedule.id, 0, 1)]
-    step(app, fake_clock)
+    assert scheduled_ids(chain_app) == [link_id(schedule.id, 0, 1)]
+    step(chain_app, fake_clock)
     assert fresh(schedule.id).run_count == 1
