@@ -49,6 +49,7 @@ class Chaos:
     workers: list[Process] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     restarts: int = 0
+    worker_args: tuple[str, ...] = ()
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         port = random.choice(self.webs)[0]
@@ -60,7 +61,8 @@ class Chaos:
 
     def start_worker(self) -> Process:
         self.restarts += 1
-        worker = start_worker(self.env, self.workdir / f"worker-{self.restarts:03d}.log", new_session=True)
+        worker = start_worker(self.env, self.workdir / f"worker-{self.restarts:03d}.log", *self.worker_args,
+                              new_session=True)
         return worker
 
 
@@ -200,14 +202,15 @@ def _check(engine: Engine, redis: Redis, kinds: dict[str, str], faults: list[Fau
     }
 
 
-def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seconds: float) -> dict[str, Any]:
+def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seconds: float,
+        worker_mode: str = "simple") -> dict[str, Any]:
     rng = random.Random(seed)
     workdir = Path(tempfile.mkdtemp(prefix="recur-chaos."))
     database_url, cleanup_db = _database(db_kind, workdir)
     redis = RedisServer(workdir, appendonly=True)
     env = {"DATABASE_URL": database_url, "REDIS_URL": redis.url,
            "RECUR_RECONCILE_SECONDS": str(reconcile_seconds)}
-    chaos = Chaos(workdir, env, redis)
+    chaos = Chaos(workdir, env, redis, worker_args=("--simple",) if worker_mode == "simple" else ())
     try:
         for index in range(2):
             port = free_port()
@@ -235,6 +238,7 @@ def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seco
         report = _check(engine, Redis.from_url(redis.url), kinds, chaos.faults, settle, ended_at)
         engine.dispose()
         report.update(database=db_kind, duration_seconds=duration, reconcile_seconds=reconcile_seconds,
+                      worker_mode=worker_mode,
                       worker_starts=chaos.restarts, at=datetime.now(UTC).isoformat(timespec="seconds"))
         return report
     finally:
@@ -275,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", choices=["postgres", "sqlite", "auto"], default="auto")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--reconcile-seconds", type=float, default=5.0)
+    parser.add_argument("--workers", choices=["simple", "forking"], default="simple",
+                        help="worker.py --simple (default: 200 schedules at 1-2 s ask ~130 links/s, more than "
+                             "three forking workers can run on two cores) or the forking worker")
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     args = parser.parse_args(argv)
     schedules = args.schedules or (40 if args.quick else 200)
@@ -284,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         db_kind = "postgres" if list(Path("/usr/lib/postgresql").glob("*/bin/initdb")) else "sqlite"
     seed = args.seed if args.seed is not None else int(time.time())
     print(f"chaos: {schedules} schedules, {duration:.0f}s of faults, {db_kind}, seed {seed}", flush=True)
-    report = run(schedules, duration, db_kind, seed, args.reconcile_seconds)
+    report = run(schedules, duration, db_kind, seed, args.reconcile_seconds, args.workers)
     report["seed"] = seed
     broken = verdict(report, max_repair_p99=30.0)
     report["verdict"] = "pass" if not broken else "FAIL: " + "; ".join(broken)

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.integration
 
 def test_no_tick_twice_no_chain_lost_counters_true_under_faults():
     database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
-    report = chaos.run(schedules=30, duration=20.0, db_kind=database, seed=7, reconcile_seconds=2.0)
+    report = chaos.run(schedules=30, duration=20.0, db_kind=database, seed=7, reconcile_seconds=2.0,
+                       worker_mode="forking")
     assert report["faults"]["kill -9 worker"] >= 2 and report["faults"]["FLUSHALL"] == 1
     assert report["runs_by_status"].get("succeeded", 0) > 30
     assert report["duplicate_ticks"] == 0, report["examples"]
