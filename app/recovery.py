@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from flask import current_app
 from sqlalchemy import select
@@ -18,7 +19,7 @@ from app.chain import planning, state
 from app.chain.handoff import hand_off
 from app.chain.ids import link_id
 from app.chain.leases import holders
-from app.chain.links import pending_revisions
+from app.chain.links import pending_revisions, put_links
 from app.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
 
@@ -58,7 +59,8 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         rows = db.session.execute(
             select(
                 ScheduledJob.id, ScheduledJob.revision, ScheduledJob.current_repeat,
-                ScheduledJob.current_retry, ScheduledJob.running_run_id,
+                ScheduledJob.current_retry, ScheduledJob.running_run_id, ScheduledJob.next_run_at,
+                ScheduledJob.jitter_seconds, ScheduledJob.timeout_seconds,
             )
             .where((ScheduledJob.status == ScheduleStatus.ACTIVE.value) & (ScheduledJob.id > last_id))
             .order_by(ScheduledJob.id)
@@ -75,14 +77,44 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         idle = [r for r in rows if r.running_run_id is None]
         ids = [link_id(r.id, r.current_repeat, r.current_retry) for r in idle]
         revisions = pending_revisions(redis, queue, ids, now.timestamp())
-        for row, pending in zip(idle, revisions, strict=True):
-            if pending != row.revision:
-                _repair_link(row.id, now, report)
+        missing = [row for row, pending in zip(idle, revisions, strict=True) if pending != row.revision]
+        if missing:
+            _repair_links(missing, now, report)
 
         running = [r for r in rows if r.running_run_id is not None and not redis_was_emptied]
         for row, lease in zip(running, holders(redis, [r.id for r in running]), strict=True):
             if lease is None:
                 _write_off_if_lost(row.running_run_id, now, lease_grace, report)
+
+
+def _repair_links(rows: list[Any], now: datetime, report: Report) -> None:
+    """Re-create the links these just-read committed rows expect, one script per 500 links. Only a row
+    with a jitter to draw (the timing spec is needed) or no planned tick is loaded whole."""
+    plans, to_load = [], []
+    for row in rows:
+        if row.next_run_at is None or planning.draws_jitter(row.jitter_seconds, row.current_retry):
+            to_load.append(row.id)
+        else:
+            plans.append(planning.plain_link_plan(
+                row.id, row.revision, row.current_repeat, row.current_retry, row.next_run_at, row.timeout_seconds,
+            ))
+    unplanned = []
+    if to_load:
+        for schedule in db.session.scalars(select(ScheduledJob).where(ScheduledJob.id.in_(to_load))).all():
+            if schedule.status != ScheduleStatus.ACTIVE.value or schedule.running_run_id:
+                continue
+            if schedule.next_run_at is None:
+                unplanned.append(schedule.id)
+            else:
+                plans.append(planning.link_plan(schedule))
+        db.session.rollback()
+    for schedule_id in unplanned:  # rare: plans the first tick, commits, hands off
+        _repair_link(schedule_id, now, report)
+    put_links(get_queue(), plans, current_app.config["RECUR_LINK_RESULT_TTL"])
+    report.links_repaired.extend(plan.job_id for plan in plans)
+    if plans:
+        shown = ", ".join(plan.job_id for plan in plans[:3]) + (" ..." if len(plans) > 3 else "")
+        log.warning("recovery: re-created %d missing link(s): %s", len(plans), shown)
 
 
 def _repair_link(schedule_id: str, now: datetime, report: Report) -> None:
@@ -104,8 +136,9 @@ def _repair_link(schedule_id: str, now: datetime, report: Report) -> None:
 
 def _write_off_if_lost(run_id: str, now: datetime, grace: timedelta, report: Report) -> None:
     run = db.session.get(Run, run_id, populate_existing=True)
+    maybe_alive = run is None or run.status != "running" or now - run.started_at < grace
     db.session.rollback()
-    if run is None or run.status != "running" or now - run.started_at < grace:
+    if maybe_alive:
         return
     reason = "worker_lost: its worker stopped renewing the lease"
     schedule = state.finish_run(run_id, RunStatus.FAILED, reason, now)

@@ -22,6 +22,12 @@ def _get(result: Any, key: str) -> Any:
     return result.get(key)
 
 
+def _value(result: Any, key: str) -> Any:
+    """A baseline's figure, or its error when it could not be measured."""
+    value = _get(result, key)
+    return value if value is not None else (result or {}).get("error")
+
+
 def row(scenario: str, figure: str, unit: str, recur: Any, baselines: list[tuple[str, Any]],
         target: str = "", passed: bool | None = None, ratio_of: str = "recur/baseline") -> list[Row]:
     """One table line per baseline; the target and result go on the first."""
@@ -48,26 +54,24 @@ def build_rows(results: dict[str, Any], cores: int) -> list[Row]:
                 rows += row("1 throughput", f"fires/s per worker, {kind} x{workers}", "/s", recur,
                             [(f"bare RQ {bare_name} x{workers} no-op", bare or tp["rq"].get(key, {}).get("error"))],
                             "ratio >= 0.60", None if ratio is None else ratio >= 0.6)
-    steady = results.get("lateness")
-    if steady:
+    for steady in results.get("lateness") or []:
         recur = steady["recur"]
         baselines = [("RQ enqueue_at + its scheduler", steady["rq"]), ("rq-scheduler interval", steady["rqs"])]
-        load = f"{steady['schedules']} sched @ {steady['interval']}s, {steady['seconds']}s"
+        load = f"{steady['schedules']} @ {steady['interval']}s for {steady['seconds']}s"
         for key, label, limit in (("p50_ms", "lateness p50", None), ("p99_ms", "lateness p99", 100.0),
                                   ("max_ms", "lateness max", 250.0)):
             value = _get(recur, key)
             passed = None if limit is None or value is None else value <= limit
             rows += row("2 steady load", f"{label} ({load})", "ms", value,
-                        [(name, _get(b, key) if _get(b, key) is not None else b.get("error")) for name, b in baselines],
+                        [(name, _value(b, key)) for name, b in baselines],
                         f"<= {limit:g} ms" if limit else "", passed)
         early = _get(recur, "early")
-        rows += row("2 steady load", "runs started early", "runs", early,
-                    [(name, _get(b, "early") if _get(b, "early") is not None else b.get("error"))
-                     for name, b in baselines], "== 0", None if early is None else early == 0)
+        rows += row("2 steady load", f"runs started early ({load})", "runs", early,
+                    [(name, _value(b, "early")) for name, b in baselines], "== 0",
+                    None if early is None else early == 0)
         fires = _get(recur, "fires")
-        rows += row("2 steady load", f"fires in window (expected {_get(recur, 'expected')})", "runs", fires,
-                    [(name, _get(b, "fires") if _get(b, "fires") is not None else b.get("error"))
-                     for name, b in baselines], "== expected",
+        rows += row("2 steady load", f"runs in window, of {_get(recur, 'expected')} due ({load})", "runs", fires,
+                    [(name, _value(b, "fires")) for name, b in baselines], "== due",
                     None if fires is None else fires == _get(recur, "expected"))
     herd = results.get("herd")
     if herd:

@@ -16,11 +16,6 @@ def lease_key(schedule_id: str) -> str:
     return f"recur:lease:{schedule_id}"
 
 
-def holder(redis: Redis, schedule_id: str) -> str | None:
-    value: bytes | None = redis.get(lease_key(schedule_id))  # type: ignore[assignment]
-    return value.decode() if value else None
-
-
 def holders(redis: Redis, schedule_ids: list[str]) -> list[str | None]:
     if not schedule_ids:
         return []
@@ -46,10 +41,24 @@ class Lease:
     def period(self) -> float:
         return self._ttl_ms / 4000
 
-    def __enter__(self) -> Lease:
+    def acquire(self) -> str | None:
+        """Take the lease, unless another run holds it: then take nothing and return that run's ID.
+
+        One round trip: the overlap check and the taking are one script.
+        """
+        other = self._redis.eval(_ACQUIRE, 1, self._key, self._run_id, self._ttl_ms)
+        if other:
+            return other.decode() if isinstance(other, bytes) else str(other)
         self._held = True
-        self._renew()
         _renewer().add(self)
+        return None
+
+    def __enter__(self) -> Lease:
+        """Renewed until the block ends (acquire() first, or entering takes the lease unconditionally)."""
+        if not self._held:
+            self._held = True
+            self._renew()
+            _renewer().add(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -128,6 +137,15 @@ def _renewer() -> _Renewer:
         renewer = _renewers[pid] = _Renewer()
     return renewer
 
+
+_ACQUIRE = """
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[1] then
+  return current
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
+"""
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then

@@ -15,7 +15,7 @@ from rq.timeouts import JobTimeoutException, TimerDeathPenalty, UnixSignalDeathP
 from app import clock
 from app.chain import state
 from app.chain.handoff import hand_off
-from app.chain.leases import Lease, holder
+from app.chain.leases import Lease
 from app.extensions import db, get_redis
 from app.models import RunStatus
 from app.tasks import TaskEvent, get_task
@@ -65,23 +65,22 @@ def _run(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for
         time.sleep(early)
         now = clock.utcnow()
 
-    redis = get_redis()
-    other = holder(redis, schedule_id)
-    if other is not None:
-        skipped = state.skip_tick(
-            schedule_id, revision, repeat, retry, scheduled_for, now, f"overlap: run {other} still running"
-        )
-        if skipped is None:
-            return "stale"
-        hand_off(skipped)
-        return "skipped"
-
     job = get_current_job()
     claim = state.claim_tick(
         schedule_id, revision, repeat, retry, scheduled_for, now, job.worker_name if job else None
     )
     if claim is None:
         return "stale"
+
+    redis = get_redis()
+    lease = Lease(redis, schedule_id, claim.run_id, current_app.config["RECUR_LEASE_SECONDS"])
+    other = lease.acquire()
+    if other is not None:
+        # A run of this schedule that was written off is still alive: record this tick as skipped.
+        skipped = state.finish_run(claim.run_id, RunStatus.SKIPPED, f"overlap: run {other} still running", now)
+        if skipped is not None:
+            hand_off(skipped)
+        return RunStatus.SKIPPED.value
 
     event: TaskEvent = {
         "scheduled_job_id": schedule_id,
@@ -91,11 +90,12 @@ def _run(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for
         "scheduled_for": scheduled_for.isoformat(),
         "payload": claim.payload if claim.payload is not None else {},
     }
-    with Lease(redis, schedule_id, claim.run_id, current_app.config["RECUR_LEASE_SECONDS"]) as lease:
+    with lease:
         status, error = execute_task(claim.task, event, claim.timeout_seconds)
         schedule = state.finish_run(claim.run_id, status, error, clock.utcnow())
-        # After the commit, one round trip: the lease goes and the successor arrives together.
-        with redis.pipeline(transaction=True) as pipe:
+        # After the commit, one round trip: the lease goes and the successor arrives (each is one atomic
+        # script; they need not be atomic together, so no MULTI/EXEC around them).
+        with redis.pipeline(transaction=False) as pipe:
             lease.release(pipe)
             if schedule is not None:
                 hand_off(schedule, pipeline=pipe)

@@ -10,6 +10,7 @@ import calendar
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from redis import Redis
 from redis.client import Pipeline
@@ -86,7 +87,7 @@ def put_links(queue: Queue, plans: list[LinkPlan], result_ttl: int, pipeline: Pi
     client = pipeline if pipeline is not None else queue.connection
     keys = [scheduled_key(queue), queue.key, Queue.redis_queues_keys]
     for offset in range(0, len(plans), PUT_BATCH):
-        args: list[object] = [Job.redis_job_namespace_prefix, len(template) // 2, *template]
+        args: list[Any] = [Job.redis_job_namespace_prefix, len(template) // 2, *template]
         for plan in plans[offset:offset + PUT_BATCH]:
             args += [
                 plan.job_id, calendar.timegm(plan.due_at.utctimetuple()), _job_data(queue, plan), plan.description,
@@ -120,7 +121,7 @@ return 0
 """
 # Fields that differ from link to link; every other field of the hash is the same for all links.
 _PER_LINK = ("created_at", "data", "description", "timeout")
-_templates: dict[tuple[str, int, object], list[object]] = {}
+_templates: dict[tuple[str, int, object], list[Any]] = {}
 
 
 def _link_kwargs(plan: LinkPlan) -> dict[str, object]:
@@ -138,7 +139,7 @@ def _job_data(queue: Queue, plan: LinkPlan) -> bytes:
     return zlib.compress(queue.serializer.dumps((LINK_FUNC, None, (), _link_kwargs(plan))))
 
 
-def _template(queue: Queue, result_ttl: int) -> list[object]:
+def _template(queue: Queue, result_ttl: int) -> list[Any]:
     """The fields every link's hash shares, taken from a job RQ itself builds and marks scheduled."""
     cache_key = (queue.name, result_ttl, queue.serializer)
     template = _templates.get(cache_key)
@@ -191,24 +192,20 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
     worker took and never claimed is not pending: recovery re-creates it (and the fence keeps any
     stray copy from running the tick twice).
     """
-    registry_key = scheduled_key(queue)
-    with redis.pipeline(transaction=False) as pipe:
-        for job_id in job_ids:
-            pipe.hmget(Job.key_for(job_id), "status", "description", "enqueued_at", "started_at")
-            pipe.zscore(registry_key, job_id)
-        replies = pipe.execute()
+    entries: list[bytes] = []
+    for offset in range(0, len(job_ids), CHECK_BATCH):
+        chunk = job_ids[offset:offset + CHECK_BATCH]
+        entries += redis.eval(_PENDING_STATES, 1, scheduled_key(queue), Job.redis_job_namespace_prefix, *chunk)
     out: list[int | None] = []
     stale_queued: list[int] = []
-    for index in range(len(job_ids)):
-        (status, description, enqueued_at, started_at), score = replies[2 * index], replies[2 * index + 1]
+    descriptions: list[bytes] = []
+    for index, entry in enumerate(entries):
+        kind, stamp, description = entry.split(b"\n", 2) if entry else (b"", b"", b"")
+        descriptions.append(description)
         revision = revision_of(description.decode() if description else None)
-        pending = {
-            b"scheduled": score is not None,
-            b"queued": _recent(enqueued_at, now),
-            b"started": _recent(started_at, now),
-        }.get(status or b"", False)
+        pending = kind == b"S" or (kind in (b"Q", b"T") and _recent(stamp or None, now))
         out.append(revision if pending else None)
-        if status == b"queued" and not pending:
+        if kind == b"Q" and not pending:
             stale_queued.append(index)
     if stale_queued:
         # A link queued long ago is still pending if it really is on the queue list (a backlog).
@@ -218,9 +215,33 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
             positions = pipe.execute()
         for index, position in zip(stale_queued, positions, strict=True):
             if position is not None:
-                description = replies[2 * index][1]
+                description = descriptions[index]
                 out[index] = revision_of(description.decode() if description else None)
     return out
+
+
+CHECK_BATCH = 1000
+# Per link ID, what recovery needs to know in one string: "" (nothing pending), or a kind (S scheduled and
+# in the registry, Q queued, T taken/started), the time it was queued or taken, and its description.
+_PENDING_STATES = r"""
+local prefix = ARGV[1]
+local out = {}
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  local f = redis.call('HMGET', prefix .. id, 'status', 'description', 'enqueued_at', 'started_at')
+  local status, description = f[1], f[2] or ''
+  local entry = ''
+  if status == 'scheduled' then
+    if redis.call('ZSCORE', KEYS[1], id) then entry = 'S\n\n' .. description end
+  elseif status == 'queued' then
+    entry = 'Q\n' .. (f[3] or '') .. '\n' .. description
+  elseif status == 'started' then
+    entry = 'T\n' .. (f[4] or '') .. '\n' .. description
+  end
+  out[#out + 1] = entry
+end
+return out
+"""
 
 
 def _recent(stamp: bytes | None, now: float) -> bool:

@@ -47,22 +47,36 @@ def retry_at(schedule: ScheduledJob, nominal: datetime, now: datetime) -> dateti
     return ceil_second(now + timedelta(seconds=delay))
 
 
+def draws_jitter(jitter_seconds: int | None, retry: int) -> bool:
+    """Whether this attempt's link is delayed by jitter (first attempts only); planning it needs the spec."""
+    return bool(jitter_seconds) and retry == 0
+
+
 def link_plan(schedule: ScheduledJob) -> LinkPlan:
     """The link that should be pending for this schedule's current state."""
     assert schedule.next_run_at is not None
     nominal = schedule.next_run_at
     delay = 0
-    if schedule.jitter_seconds and schedule.current_retry == 0:
+    if draws_jitter(schedule.jitter_seconds, schedule.current_retry):
         delay = timing.jitter_delay(
             schedule.id, nominal, schedule.jitter_seconds, spec_of(schedule).next_after(nominal)
         )
-    return LinkPlan(
-        schedule_id=schedule.id,
-        revision=schedule.revision,
-        repeat=schedule.current_repeat,
-        retry=schedule.current_retry,
-        scheduled_for=nominal,
-        due_at=nominal + timedelta(seconds=delay),
-        timeout_seconds=schedule.timeout_seconds,
+    return plain_link_plan(
+        schedule.id, schedule.revision, schedule.current_repeat, schedule.current_retry, nominal,
+        schedule.timeout_seconds, delay,
     )
 
+
+def plain_link_plan(
+    schedule_id: str, revision: int, repeat: int, retry: int, nominal: datetime, timeout_seconds: int, delay: int = 0
+) -> LinkPlan:
+    """link_plan from the columns themselves, for callers that read rows in bulk (no jitter to draw)."""
+    return LinkPlan(
+        schedule_id=schedule_id,
+        revision=revision,
+        repeat=repeat,
+        retry=retry,
+        scheduled_for=nominal,
+        due_at=nominal + timedelta(seconds=delay),
+        timeout_seconds=timeout_seconds,
+    )

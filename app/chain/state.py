@@ -27,10 +27,17 @@ class Claim:
     timeout_seconds: int
 
 
-# The hot path (claim, finish) runs Core statements, built once, on the session's connection: the
-# ORM's unit of work cost more per run than everything else a link does.
+# The hot path (claim, finish) runs Core statements, built once, each in its own short transaction on a
+# connection of its own (not the ORM session's): the ORM's machinery cost more per run than the rest of a link.
 _SCHEDULES = ScheduledJob.__table__
 _RUNS = Run.__table__
+
+
+def _end_session_transaction() -> None:
+    """Transitions run in a transaction of their own: a read the caller left open on the ORM session
+    would, on SQLite, hold the write lock that transaction waits for."""
+    if db.session().in_transaction():
+        db.session.rollback()
 
 
 def _expects(schedule_id: Any, revision: Any, repeat: Any, retry: Any) -> Any:
@@ -75,65 +82,21 @@ def claim_tick(
     One UPDATE ... WHERE is the compare-and-set: two copies of a link cannot both pass it.
     """
     run_id = str(uuid.uuid4())
-    try:
-        connection = db.session.connection()
+    _end_session_transaction()
+    with db.engine.begin() as connection:  # commits at the end of the block, rolls back on an exception
         claimed = connection.execute(_CLAIM, {
             "p_id": schedule_id, "p_revision": revision, "p_repeat": repeat, "p_retry": retry,
             "p_run_id": run_id, "p_now": now,
         }).first()
         if claimed is None or claimed[3] is None:  # fenced out, or its workflow is gone
-            db.session.rollback()
+            connection.rollback()
             return None
         name, payload, timeout_seconds, task = claimed
         connection.execute(_RECORD_RUN, [{
             "id": run_id, "schedule_id": schedule_id, "repeat_number": repeat, "retry_number": retry,
             "scheduled_for": scheduled_for, "started_at": now, "status": RunStatus.RUNNING.value, "worker": worker,
         }])
-        db.session.commit()
-        return Claim(run_id, task, name, payload, timeout_seconds)
-    except BaseException:
-        db.session.rollback()
-        raise
-
-
-def _commit_keeping(schedule: ScheduledJob) -> ScheduledJob:
-    """Commit, and keep the row's values as written instead of expiring them.
-
-    The caller hands off the next link from exactly these values; reloading them would cost a query,
-    and would open a transaction (a write lock, on SQLite) that an in-process worker keeps until its next job.
-    """
-    session = db.session()
-    session.expire_on_commit = False
-    try:
-        session.commit()
-    finally:
-        session.expire_on_commit = True
-    return schedule
-
-
-def skip_tick(
-    schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime, now: datetime,
-    reason: str,
-) -> ScheduledJob | None:
-    """Record this tick as skipped (another run of the schedule is still going) and move to the next tick."""
-    try:
-        schedule = db.session.get(ScheduledJob, schedule_id, with_for_update=True, populate_existing=True)
-        if schedule is None or not _matches(schedule, revision, repeat, retry):
-            db.session.rollback()
-            return None
-        db.session.add(
-            Run(
-                schedule_id=schedule_id, repeat_number=repeat, retry_number=retry, scheduled_for=scheduled_for,
-                started_at=now, finished_at=now, status=RunStatus.SKIPPED.value, error=reason,
-            )
-        )
-        schedule.current_repeat += 1
-        schedule.current_retry = 0
-        _advance(schedule, scheduled_for, now)
-        return _commit_keeping(schedule)
-    except BaseException:
-        db.session.rollback()
-        raise
+    return Claim(run_id, task, name, payload, timeout_seconds)
 
 
 # Compare-and-set on the run; hands back what the schedule's update needs.
@@ -157,43 +120,50 @@ _SAVE_CHAIN_STATE = (
 )
 
 
+def snapshot(row: Any) -> ScheduledJob:
+    """A schedule built from a Core row of its table: never added to the session, so reading it after a
+    commit costs no query (and opens no transaction)."""
+    return ScheduledJob(**row._mapping)
+
+
 def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime) -> ScheduledJob | None:
-    """Record the outcome of a claimed run and advance the schedule by the success/retry rules.
+    """Record the outcome of a claimed run and advance the schedule by the success/retry/skip rules.
 
     Compare-and-set on the run: only the first to finish a run (the link itself, the worker that saw
     its horse die, or the reconciler that found it lost) applies the outcome; the others get None.
     Returns the schedule as committed, detached from the session (a snapshot to hand off from).
     """
-    try:
-        connection = db.session.connection()
+    _end_session_transaction()
+    with db.engine.begin() as connection:  # commits at the end of the block, rolls back on an exception
         finished = connection.execute(_FINISH_RUN, {
             "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
         }).first()
         if finished is None:
-            db.session.rollback()
+            connection.rollback()
             return None
         schedule_id, nominal = finished
         row = connection.execute(_LOAD_SCHEDULE, {"p_id": schedule_id}).first()
         if row is None or row.running_run_id != run_id:
             # Deleted, or the run was already written off: keep the run's record, touch nothing else.
-            db.session.commit()
             return None
-        schedule = ScheduledJob(**row._mapping)  # a snapshot, never added to the session
+        schedule = snapshot(row)
         _apply_outcome(schedule, status, error, nominal, now)
         values = {f"p_{name}": getattr(schedule, name) for name in _CHAIN_COLUMNS}
         connection.execute(_SAVE_CHAIN_STATE, {"p_id": schedule_id, "p_run_id": run_id, **values})
-        db.session.commit()
-        return schedule
-    except BaseException:
-        db.session.rollback()
-        raise
+    return schedule
 
 
 def _apply_outcome(schedule: ScheduledJob, status: RunStatus, error: str | None, nominal: datetime,
                    now: datetime) -> None:
     schedule.running_run_id = None
     schedule.updated_at = now
-    if status is RunStatus.SUCCEEDED:
+    if status is RunStatus.SKIPPED:
+        # Another run of the schedule was still alive: this tick is consumed without running, and the
+        # chain moves on to the next tick (current_repeat counts ticks; run_count counts successes).
+        schedule.current_repeat += 1
+        schedule.current_retry = 0
+        _advance(schedule, nominal, now)
+    elif status is RunStatus.SUCCEEDED:
         schedule.run_count += 1
         schedule.current_repeat += 1
         schedule.current_retry = 0

@@ -1,0 +1,33 @@
+"""`python -m bench --quick` end to end, as CI runs it: it must produce every figure, Recur's and each
+baseline's. Speed is never asserted here (shared machines make it noise)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.bench
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.skipif(bool(os.environ.get("RECUR_TEST_POSTGRES")), reason="runs once per CI run")
+def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    document = json.loads(out.read_text())
+    rows = document["rows"]
+    assert {row["scenario"] for row in rows} == {"1 throughput", "2 steady load", "3 herd", "4 scale", "5 API"}
+    missing = [row for row in rows
+               if not isinstance(row["recur"], int | float) or not isinstance(row["baseline_value"], int | float)]
+    assert not missing, missing
+    assert all(row["pass"] is not None for row in rows if row["target"]), rows
+    header = done.stdout.splitlines()[1]
+    assert "Recur" in header and "baseline" in header and "ratio" in header

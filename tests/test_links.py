@@ -1,0 +1,53 @@
+"""Links are ordinary RQ jobs: the hash Recur's one-script put writes is the one RQ's own scheduling writes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from rq.job import Job
+from rq.registry import ScheduledJobRegistry
+
+from app.chain.links import HORSE_GRACE_SECONDS, LINK_FUNC, LinkPlan, pending_revisions, put_link, put_links
+from app.extensions import get_queue, get_redis
+
+
+def _plan(schedule_id: str = "0b7c2a64-3d2e-4f0e-9a55-3f1d2c3b4a59", revision: int = 2) -> LinkPlan:
+    return LinkPlan(schedule_id, revision, 5, 1, datetime(2026, 3, 2, 12, 0, 10, tzinfo=UTC),
+                    datetime(2026, 3, 2, 12, 0, 13, tzinfo=UTC), 30)
+
+
+def test_put_link_writes_the_same_hash_as_rq_schedule_job(real_app):
+    queue, redis = get_queue(real_app), get_redis(real_app)
+    registry = ScheduledJobRegistry(queue=queue)
+    plan = _plan()
+    put_link(queue, plan, 300)
+    ours, our_score = redis.hgetall(Job.key_for(plan.job_id)), redis.zscore(registry.key, plan.job_id)
+    our_sets = redis.smembers("rq:queues")
+    redis.flushall()
+
+    job = queue.create_job(
+        LINK_FUNC, job_id=plan.job_id, timeout=plan.timeout_seconds + HORSE_GRACE_SECONDS, result_ttl=300,
+        failure_ttl=86400, description=plan.description,
+        kwargs={"schedule_id": plan.schedule_id, "revision": 2, "repeat": 5, "retry": 1,
+                "scheduled_for": plan.scheduled_for.isoformat()},
+    )
+    queue.schedule_job(job, plan.due_at)
+    theirs, their_score = redis.hgetall(job.key), redis.zscore(registry.key, job.id)
+    for fields in (ours, theirs):
+        assert fields.pop(b"created_at")
+    assert ours == theirs
+    assert our_score == their_score == plan.due_at.timestamp()
+    assert our_sets == redis.smembers("rq:queues")
+
+
+def test_put_links_replaces_pending_copies_and_rq_reads_them_back(real_app):
+    queue, redis = get_queue(real_app), get_redis(real_app)
+    plans = [_plan(f"00000000-0000-0000-0000-{i:012d}") for i in range(1203)]
+    put_links(queue, plans, 300)
+    put_links(queue, [_plan(plans[0].schedule_id, revision=3)], 300)  # re-planned: replaces the pending copy
+    assert ScheduledJobRegistry(queue=queue).count == len(plans)
+    fetched = Job.fetch(plans[7].job_id, connection=redis)
+    assert (fetched.func_name, fetched.kwargs["schedule_id"], fetched.get_status()) == (
+        LINK_FUNC, plans[7].schedule_id, "scheduled")
+    revisions = pending_revisions(redis, queue, [plans[0].job_id, plans[1].job_id], plans[0].due_at.timestamp())
+    assert revisions == [3, 2]
