@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import signal
@@ -20,13 +19,6 @@ log = logging.getLogger(__name__)
 
 
 class RecurWorker(Worker):
-    def fork_work_horse(self, job: Any, queue: Any) -> None:
-        """Freeze the garbage collector's view of the parent's objects first: a collection in the work
-        horse would otherwise touch every one of them and copy page after page of the parent (the
-        worker carries Flask and SQLAlchemy), which cost more than the link itself."""
-        gc.freeze()
-        super().fork_work_horse(job, queue)
-
     def setup_work_horse_signals(self) -> None:
         """A SIGTERM sent to the whole process group (systemd, Heroku, Ctrl-C in a shell) must not kill a
         running link: the worker's warm shutdown lets it finish and hand off; a second signal kills it."""
