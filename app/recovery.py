@@ -136,7 +136,7 @@ def _repair_link(schedule_id: str, now: datetime, report: Report) -> None:
 
 def _write_off_if_lost(run_id: str, now: datetime, grace: timedelta, report: Report) -> None:
     run = db.session.get(Run, run_id, populate_existing=True)
-    maybe_alive = run is None or run.status != "running" or now - run.started_at < grace
+    maybe_alive = run is None or run.status != RunStatus.RUNNING.value or now - run.started_at < grace
     db.session.rollback()
     if maybe_alive:
         return

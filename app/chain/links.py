@@ -97,8 +97,20 @@ def put_links(queue: Queue, plans: list[LinkPlan], result_ttl: int, pipeline: Pi
 
 
 PUT_BATCH = 500
+# Both putting and cancelling take a link's pending copy out the same way: off the registry and the queue,
+# and its hash deleted only if not started (a started one keeps its hash so RQ can finish it cleanly).
+_REMOVE_PENDING_LUA = """
+local function remove_pending(registry, queue, key, id)
+  redis.call('ZREM', registry, id)
+  redis.call('LREM', queue, 0, id)
+  local status = redis.call('HGET', key, 'status')
+  if status == 'scheduled' or status == 'queued' then
+    redis.call('DEL', key)
+  end
+end
+"""
 # Per link: id, score, data, description, timeout, created_at; before them the fields all links share.
-_PUT_LINKS = """
+_PUT_LINKS = _REMOVE_PENDING_LUA + """
 local unpack = unpack or table.unpack
 local prefix, shared = ARGV[1], tonumber(ARGV[2])
 local common = {}
@@ -106,12 +118,7 @@ for i = 1, 2 * shared do common[i] = ARGV[2 + i] end
 for i = 3 + 2 * shared, #ARGV, 6 do
   local id = ARGV[i]
   local key = prefix .. id
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('LREM', KEYS[2], 0, id)
-  local status = redis.call('HGET', key, 'status')
-  if status == 'scheduled' or status == 'queued' then
-    redis.call('DEL', key)
-  end
+  remove_pending(KEYS[1], KEYS[2], key, id)
   redis.call('HSET', key, 'created_at', ARGV[i + 5], 'data', ARGV[i + 2], 'description', ARGV[i + 3],
              'timeout', ARGV[i + 4], unpack(common))
   redis.call('ZADD', KEYS[1], ARGV[i + 1], id)
@@ -157,25 +164,14 @@ def _template(queue: Queue, result_ttl: int) -> list[Any]:
 
 
 def cancel_link(queue: Queue, job_id: str, pipeline: Pipeline | None = None) -> None:
-    """Take a pending (scheduled or queued) link out of Redis. A started link is left alone: it is fenced."""
-    pipe = pipeline if pipeline is not None else queue.connection.pipeline(transaction=True)
-    _remove_pending(queue, job_id, pipe)
-    if pipeline is None:
-        pipe.execute()
+    """Take a pending (scheduled or queued) link out of Redis, atomically. A started link keeps running:
+    it is fenced."""
+    client = pipeline if pipeline is not None else queue.connection
+    client.eval(_CANCEL_LINK, 3, scheduled_key(queue), queue.key, Job.key_for(job_id), job_id)
 
 
-def _remove_pending(queue: Queue, job_id: str, pipe: Pipeline) -> None:
-    pipe.zrem(scheduled_key(queue), job_id)
-    pipe.lrem(queue.key, 0, job_id)
-    # Only the pending copy's hash goes; a started one keeps its hash so RQ can finish it cleanly.
-    pipe.eval(_DELETE_IF_PENDING, 1, Job.key_for(job_id))
-
-
-_DELETE_IF_PENDING = """
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'scheduled' or status == 'queued' then
-  return redis.call('DEL', KEYS[1])
-end
+_CANCEL_LINK = _REMOVE_PENDING_LUA + """
+remove_pending(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
 return 0
 """
 
