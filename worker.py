@@ -15,8 +15,10 @@ import socket
 
 from rq import SimpleWorker
 
+import app.chain.link  # noqa: F401  (imported once here, not by every work horse)
 from app import create_app, ensure_schema
 from app.background import background_process_main, reconcile_once
+from app.chain import state
 from app.chain.worker import RecurWorker
 from app.extensions import db, get_queue, get_redis
 
@@ -35,6 +37,7 @@ def main() -> None:
     report = reconcile_once(app)
     log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
     with app.app_context():
+        state.warm_up()  # work horses inherit the compiled statements
         db.engine.dispose()
 
     helper = multiprocessing.get_context("fork").Process(

@@ -159,3 +159,23 @@ def test_lost_run_is_written_off_and_retried(chain_app, fake_clock):
     assert scheduled_ids(chain_app) == [link_id(schedule.id, 0, 1)]
     step(chain_app, fake_clock)
     assert fresh(schedule.id).run_count == 1
+
+
+def test_warm_up_compiles_the_hot_path_and_changes_nothing(chain_app, fake_clock):
+    from sqlalchemy import func, select
+
+    from app.chain import state
+    from app.extensions import db
+    from app.models import Run, ScheduledJob
+
+    schedule = make_schedule(fake_clock.now, interval_seconds=10)
+    before = fresh(schedule.id)
+    state.warm_up()
+    state.warm_up()  # twice: nothing was left behind that the second one would trip on
+    assert db.session.scalar(select(func.count()).select_from(Run)) == 0
+    assert db.session.scalar(select(func.count()).select_from(ScheduledJob)) == 1
+    after = fresh(schedule.id)
+    assert (after.revision, after.current_repeat, after.running_run_id, after.next_run_at) == (
+        before.revision, before.current_repeat, before.running_run_id, before.next_run_at)
+    assert step(chain_app, fake_clock) is not None  # and the chain still runs
+    assert [r.status for r in runs_of(schedule.id)] == [RunStatus.SUCCEEDED.value]

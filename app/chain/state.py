@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from app.chain import planning
 from app.extensions import db
@@ -118,6 +119,39 @@ _SAVE_CHAIN_STATE = (
     .where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.running_run_id == bindparam("p_run_id")))
     .values({name: bindparam(f"p_{name}", type_=_SCHEDULES.c[name].type) for name in _CHAIN_COLUMNS})
 )
+
+
+_ANY_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def warm_up() -> None:
+    """Compile the hot-path statements into the engine's cache, in a transaction that changes nothing.
+
+    A forking worker calls this before its first fork: every work horse then inherits the compiled
+    statements instead of compiling them again (~20 ms per link, most of a horse's own time).
+    Each statement runs with parameters that match no row; the INSERT is refused by its foreign key
+    (compiled and cached before it is sent), and the transaction is rolled back either way.
+    """
+    _end_session_transaction()
+    nobody = "warm-up-" + uuid.uuid4().hex
+    with db.engine.connect() as connection:
+        try:
+            connection.execute(_CLAIM, {"p_id": nobody, "p_revision": 0, "p_repeat": 0, "p_retry": 0,
+                                        "p_run_id": nobody, "p_now": _ANY_TIME})
+            connection.execute(_FINISH_RUN, {"p_run_id": nobody, "p_status": RunStatus.SUCCEEDED.value,
+                                             "p_finished_at": _ANY_TIME, "p_error": None})
+            connection.execute(_LOAD_SCHEDULE, {"p_id": nobody})
+            connection.execute(_SAVE_CHAIN_STATE, {"p_id": nobody, "p_run_id": nobody,
+                                                   **{f"p_{name}": None for name in _CHAIN_COLUMNS}})
+            connection.execute(_RECORD_RUN, [{
+                "id": nobody, "schedule_id": nobody, "repeat_number": 0, "retry_number": 0,
+                "scheduled_for": _ANY_TIME, "started_at": _ANY_TIME,
+                "status": RunStatus.RUNNING.value, "worker": None,
+            }])
+        except IntegrityError:
+            pass
+        finally:
+            connection.rollback()
 
 
 def snapshot(row: Any) -> ScheduledJob:
