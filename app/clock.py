@@ -16,8 +16,13 @@ def monotonic() -> float:
     return time.monotonic()
 
 
+def to_millisecond(instant: datetime) -> datetime:
+    """Truncate to the millisecond, the precision of interval anchors and registry scores."""
+    return instant.replace(microsecond=instant.microsecond - instant.microsecond % 1000)
+
+
 def ceil_second(instant: datetime) -> datetime:
-    """Round up to a whole second: RQ's scheduled registry scores are whole seconds (never early)."""
+    """Round up to a whole second (calendar ticks, one-shots and retries are whole seconds; never early)."""
     if instant.microsecond == 0:
         return instant
     return datetime.fromtimestamp(math.ceil(instant.timestamp()), UTC)

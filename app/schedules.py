@@ -83,7 +83,7 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
     )
     _defaults(schedule)
     if schedule.anchor_at is None:
-        schedule.anchor_at = ceil_second(now)
+        schedule.anchor_at = planning.default_anchor(schedule, now)
     schedule.next_run_at = _first(schedule, now)
     get_redis().ping()  # refuse before writing anything if the link could not be handed off
     db.session.add(schedule)
@@ -97,13 +97,13 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
     if "workflow_id" in data:
         _require_workflow(data["workflow_id"])
     columns = timing_columns(data, now)
-    if "anchor_at" in columns and columns["anchor_at"] is None:
-        columns["anchor_at"] = ceil_second(now)
     for key in _PLAIN_COLUMNS:
         if key in data:
             setattr(schedule, key, data[key])
     for key, value in columns.items():
         setattr(schedule, key, value)
+    if "anchor_at" in columns and columns["anchor_at"] is None:
+        schedule.anchor_at = planning.default_anchor(schedule, now)
     _defaults(schedule)
     replan = bool(columns) or "timeout_seconds" in data
     if replan:
@@ -141,7 +141,7 @@ def resume(schedule_id: str, now: datetime) -> ScheduledJob:
     schedule.status = ScheduleStatus.ACTIVE.value
     schedule.revision += 1
     if schedule.interval_seconds and not schedule.anchor_explicit:
-        schedule.anchor_at = ceil_second(now)
+        schedule.anchor_at = planning.default_anchor(schedule, now)
     schedule.next_run_at = _first(schedule, now)
     schedule.updated_at = now
     get_redis().ping()
@@ -168,7 +168,7 @@ def preview(data: dict[str, Any], now: datetime, count: int) -> tuple[timing.Spe
     draft = ScheduledJob(**timing_columns(data, now))
     _defaults(draft)
     if draft.anchor_at is None:
-        draft.anchor_at = ceil_second(now)
+        draft.anchor_at = planning.default_anchor(draft, now)
     first = _first(draft, now)
     spec = planning.spec_of(draft)
     return spec, [first, *timing.preview(spec, first, count - 1)]

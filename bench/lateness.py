@@ -19,17 +19,24 @@ from tests.servers import wait_for
 SETUP_SECONDS = 3  # from "load created" to the first due second; the setup takes well under this
 
 
-def steady_due(interval: int, start: int) -> Callable[[int], int]:
-    """Schedule i is due first at start + (i mod interval): the same number of links due every second."""
-    return lambda index: start + index % interval
+def steady_due(count: int, interval: int, start: int) -> Callable[[int], float]:
+    """Schedule i is due first at start + i × interval / count, to the millisecond: the load arrives
+    evenly, as it does from schedules created at arbitrary moments (1,000 @ 20 s: one every 20 ms)."""
+    return lambda index: start + round(index * interval / count, 3)
+
+
+def whole_second_due(count: int, interval: int, start: int) -> Callable[[int], int]:
+    """The same load for the baselines, whose schedules are whole seconds (RQ's scores, rq-scheduler's
+    times): each due time rounded up, so the same number fall due each second, in one burst."""
+    due = steady_due(count, interval, start)
+    return lambda index: math.ceil(due(index))
 
 
 def _window(pairs: list[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
     return [(nominal, started) for nominal, started in pairs if start <= nominal < end]
 
 
-def _expected(count: int, interval: int, start: int, end: int) -> int:
-    due = steady_due(interval, start)
+def _expected(due: Callable[[int], float], count: int, interval: int, end: int) -> int:
     return sum(math.ceil((end - due(i)) / interval) for i in range(count))
 
 
@@ -42,7 +49,7 @@ def recur_steady(bench: Bench, schedules: int, interval: int, seconds: int, work
         workflow = env.workflow()
         env.start_workers(workers, simple=True)
         start = math.ceil(time.time()) + SETUP_SECONDS
-        due = steady_due(interval, start)
+        due = steady_due(schedules, interval, start)
         env.insert_schedules(workflow, schedules, interval, lambda i: utc(due(i)))
         env.reconcile()
         setup_overran = time.time() > start
@@ -53,7 +60,7 @@ def recur_steady(bench: Bench, schedules: int, interval: int, seconds: int, work
     finally:
         env.stop()
     pairs = _window([(nominal, started) for nominal, started, _ in runs], start, end)
-    return {**lateness_summary(pairs), "expected": _expected(schedules, interval, start, end),
+    return {**lateness_summary(pairs), "expected": _expected(due, schedules, interval, end),
             "setup_overran": setup_overran}
 
 
@@ -87,14 +94,14 @@ def rq_steady(bench: Bench, schedules: int, interval: int, seconds: int, workers
     try:
         start = math.ceil(time.time()) + SETUP_SECONDS
         end = start + seconds
-        due = steady_due(interval, start)
+        due = whole_second_due(schedules, interval, start)
         _rq_schedule(redis, [(due(i), interval, end) for i in range(schedules)])
         setup_overran = time.time() > start
         time.sleep(max(0.0, end - time.time()) + 3.0)
         pairs = _window(read_probes(redis), start, end)
     finally:
         stop_all(processes)
-    return {**lateness_summary(pairs), "expected": _expected(schedules, interval, start, end),
+    return {**lateness_summary(pairs), "expected": _expected(due, schedules, interval, end),
             "setup_overran": setup_overran}
 
 
@@ -133,7 +140,7 @@ def rqs_steady(bench: Bench, schedules: int, interval: int, seconds: int, worker
         scheduler = Scheduler(queue_name=BASELINE_QUEUE, connection=redis)
         start = math.ceil(time.time()) + SETUP_SECONDS
         end = start + seconds
-        due = steady_due(interval, start)
+        due = whole_second_due(schedules, interval, start)
         for index in range(schedules):
             scheduler.schedule(utc(due(index)).replace(tzinfo=None), rqs_probe, interval=interval, result_ttl=300)
         setup_overran = time.time() > start
@@ -144,7 +151,7 @@ def rqs_steady(bench: Bench, schedules: int, interval: int, seconds: int, worker
         stop_all(processes)
     # rq-scheduler re-plans an interval job from the moment it moved it, so its nominal times drift
     # with every late move; "expected" counts the slots a fixed-rate schedule would have had.
-    return {**lateness_summary(pairs), "expected": _expected(schedules, interval, start, end),
+    return {**lateness_summary(pairs), "expected": _expected(due, schedules, interval, end),
             "setup_overran": setup_overran}
 
 

@@ -21,8 +21,8 @@ def test_interval_schedule_runs_to_done_with_fixed_rate(chain_app, fake_clock):
     created = fake_clock.now
     schedule = make_schedule(created, interval_seconds=10, total_repeats=3)
     first = next_due(chain_app)
-    # The first run is one interval after creation, on a whole second (never early).
-    assert first == created.replace(microsecond=0) + timedelta(seconds=11)
+    # The first run is one interval after creation, to the millisecond (the anchor keeps them).
+    assert first == created.replace(microsecond=created.microsecond // 1000 * 1000) + timedelta(seconds=10)
     for _ in range(3):
         step(chain_app, fake_clock, extra_seconds=0.4)
     assert step(chain_app, fake_clock) is None
@@ -179,3 +179,26 @@ def test_warm_up_compiles_the_hot_path_and_changes_nothing(chain_app, fake_clock
         before.revision, before.current_repeat, before.running_run_id, before.next_run_at)
     assert step(chain_app, fake_clock) is not None  # and the chain still runs
     assert [r.status for r in runs_of(schedule.id)] == [RunStatus.SUCCEEDED.value]
+
+
+def test_interval_schedules_keep_their_anchors_milliseconds_and_never_start_early(chain_app, fake_clock):
+    """Schedules created within one second fire apart (their anchors keep milliseconds), each on its own
+    grid, and the mover does not take a link one millisecond before its time."""
+    base = fake_clock.now.replace(microsecond=0)
+    made = []
+    for offset_ms in (0, 250, 500, 750):
+        fake_clock.set(base + timedelta(milliseconds=offset_ms, microseconds=400))
+        made.append(make_schedule(fake_clock.now, interval_seconds=2, total_repeats=2))
+    expected = [base + timedelta(seconds=2, milliseconds=ms) for ms in (0, 250, 500, 750)]
+    assert sorted(fresh(s.id).next_run_at for s in made) == expected
+
+    for due in expected:
+        assert run_due(chain_app, due - timedelta(milliseconds=1)) == 0  # not a millisecond early
+        assert run_due(chain_app, fake_clock.set(due)) == 1
+    for _ in range(4):
+        step(chain_app, fake_clock)
+    for schedule, first in zip(made, expected, strict=True):
+        runs = runs_of(schedule.id)
+        assert [r.scheduled_for for r in runs] == [first, first + timedelta(seconds=2)]
+        assert all(r.started_at >= r.scheduled_for for r in runs)
+        assert fresh(schedule.id).status == ScheduleStatus.DONE.value

@@ -6,10 +6,9 @@ Functions that write accept an optional pipeline and only execute a pipeline the
 
 from __future__ import annotations
 
-import calendar
 import zlib
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from redis import Redis
@@ -34,8 +33,8 @@ class LinkPlan:
     revision: int
     repeat: int
     retry: int
-    scheduled_for: datetime  # nominal time (UTC, whole seconds)
-    due_at: datetime  # nominal + jitter: when RQ may start it (UTC, whole seconds)
+    scheduled_for: datetime  # nominal time (UTC, to the millisecond)
+    due_at: datetime  # nominal + jitter: when it may start (UTC); its registry score, to the millisecond
     timeout_seconds: int
 
     @property
@@ -90,10 +89,21 @@ def put_links(queue: Queue, plans: list[LinkPlan], result_ttl: int, pipeline: Pi
         args: list[Any] = [Job.redis_job_namespace_prefix, len(template) // 2, *template]
         for plan in plans[offset:offset + PUT_BATCH]:
             args += [
-                plan.job_id, calendar.timegm(plan.due_at.utctimetuple()), _job_data(queue, plan), plan.description,
+                plan.job_id, _score(plan.due_at), _job_data(queue, plan), plan.description,
                 plan.timeout_seconds + HORSE_GRACE_SECONDS, created_at,
             ]
         client.eval(_PUT_LINKS, len(keys), *keys, *args)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _score(due_at: datetime) -> str:
+    """The registry score: epoch seconds to the millisecond (RQ's own are whole seconds, which would put
+    every link due within one second into one burst). Rounded up, so a link is never moved early."""
+    micros = (due_at - _EPOCH) // timedelta(microseconds=1)
+    millis = -(-micros // 1000)
+    return f"{millis // 1000}.{millis % 1000:03d}"
 
 
 PUT_BATCH = 500

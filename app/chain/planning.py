@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from app import timing
 from app.chain.links import LinkPlan
-from app.clock import ceil_second
+from app.clock import ceil_second, to_millisecond
 from app.models import ScheduledJob
 
 
@@ -14,11 +14,23 @@ def spec_of(schedule: ScheduledJob) -> timing.Spec:
     return timing.build_spec(schedule.timing_fields())
 
 
+def default_anchor(schedule: ScheduledJob, now: datetime) -> datetime:
+    """The anchor of a schedule created (or resumed) now without an explicit one.
+
+    A sub-day interval keeps now's milliseconds: schedules created at different moments then fire at
+    different moments, instead of all those created within one second firing in one burst. Whole-day
+    intervals and rrules (whose anchor is DTSTART) keep whole seconds, as wall-clock times do.
+    """
+    if schedule.interval_seconds and schedule.interval_seconds % 86400:
+        return to_millisecond(now)
+    return ceil_second(now)
+
+
 def first_nominal(schedule: ScheduledJob, now: datetime) -> datetime | None:
     """The first tick of a new or resumed schedule: never at once.
 
-    An interval without an explicit anchor is anchored on the (whole-second) creation or resume
-    instant, so its first tick is exactly one interval later.
+    An interval without an explicit anchor is anchored on the creation or resume instant (see
+    default_anchor), so its first tick is exactly one interval later.
     """
     spec = spec_of(schedule)
     if schedule.interval_seconds and not schedule.anchor_explicit and schedule.anchor_at is not None:
@@ -44,7 +56,7 @@ def backoff_base_seconds(schedule: ScheduledJob, nominal: datetime) -> int:
 
 def retry_at(schedule: ScheduledJob, nominal: datetime, now: datetime) -> datetime:
     delay = timing.retry_delay(backoff_base_seconds(schedule, nominal), schedule.current_retry)
-    return ceil_second(now + timedelta(seconds=delay))
+    return to_millisecond(now) + timedelta(seconds=delay)
 
 
 def draws_jitter(jitter_seconds: int | None, retry: int) -> bool:

@@ -13,7 +13,8 @@ Public interface:
 Fields of build_spec (missing key == None): interval_seconds, anchor_at, cron, day_or (default True),
 rrule, at, timezone (IANA, default "UTC"), start_at, end_at, only_between ("HH:MM-HH:MM", local),
 not_on (weekday names or cron numbers 0 = Sunday .. 6 = Saturday, 7 = Sunday), jitter_seconds.
-Instants in and out are timezone-aware; outputs are UTC on whole seconds. "now" is always an argument.
+Instants in and out are timezone-aware; outputs are UTC, to the millisecond
+(whole seconds for calendar kinds). "now" is always an argument.
 """
 from __future__ import annotations
 

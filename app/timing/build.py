@@ -23,7 +23,7 @@ MAX_JITTER_SECONDS = 7 * 86400
 
 
 def _instant(fields: Mapping[str, Any], name: str) -> datetime | None:
-    """Optional aware datetime field as UTC whole seconds."""
+    """Optional aware datetime field as UTC, to the millisecond."""
     value = fields.get(name)
     return None if value is None else to_utc(value, name)
 

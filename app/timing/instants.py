@@ -1,4 +1,4 @@
-"""Normalising instants and zones: everything inside the package is aware UTC on whole seconds."""
+"""Normalising instants and zones: everything inside the package is aware UTC to the millisecond."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -10,15 +10,17 @@ __all__ = ["UTC", "iso", "load_zone", "to_utc"]
 
 
 def to_utc(value: datetime, field: str = "instant") -> datetime:
-    """Return `value` as an aware UTC datetime truncated to whole seconds; naive input is rejected.
+    """Return `value` as an aware UTC datetime truncated to the millisecond; naive input is rejected.
 
-    Truncation (not rounding) keeps "strictly after t" exact, since every fire time is a whole second.
+    Fire times are whole seconds for calendar kinds and milliseconds for interval grids (whose anchor
+    may carry them); truncating below that precision (not rounding) keeps "strictly after t" exact.
     """
     if not isinstance(value, datetime):
         raise TimingError(field, f"expected a datetime, got {type(value).__name__}")
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise TimingError(field, "datetime must be timezone-aware (naive datetimes are ambiguous)")
-    return value.astimezone(UTC).replace(microsecond=0)
+    utc = value.astimezone(UTC)
+    return utc.replace(microsecond=utc.microsecond - utc.microsecond % 1000)
 
 
 def iso(instant: datetime) -> str:

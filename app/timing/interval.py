@@ -50,9 +50,9 @@ class IntervalTiming:
         """First grid slot strictly after `instant`."""
         if self.whole_days:
             return self._next_local(instant)
-        elapsed = int((instant - self.anchor).total_seconds())
-        steps = elapsed // self.seconds + 1
-        return self.anchor + timedelta(seconds=steps * self.seconds)
+        step = timedelta(seconds=self.seconds)
+        steps = (instant - self.anchor) // step + 1  # floor division of timedeltas: exact, negative too
+        return self.anchor + steps * step
 
     def _next_local(self, instant: datetime) -> datetime:
         """Whole-day grid: step local dates from the anchor's wall time, map each slot to UTC."""

@@ -18,7 +18,8 @@ _SECOND = timedelta(seconds=1)
 
 @dataclass(frozen=True)
 class Spec:
-    """Immutable, stateless schedule timing. All instants in and out are aware UTC, whole seconds."""
+    """Immutable, stateless schedule timing. All instants in and out are aware UTC, to the millisecond
+    (calendar kinds fire on whole seconds; an interval grid keeps its anchor's milliseconds)."""
 
     timing: Timing
     constraints: Constraints

@@ -189,3 +189,18 @@ def test_horizon_counts_from_a_future_start() -> None:
     start = z(2035, 1, 1, 9)
     spec = build_spec({"cron": "0 9 * * *", "start_at": start})
     assert spec.next_after(z(2026, 1, 1)) == start
+
+
+def test_an_interval_grid_keeps_its_anchors_milliseconds() -> None:
+    anchor = z(2026, 1, 1, 9) + timedelta(milliseconds=250, microseconds=999)  # below a millisecond: dropped
+    spec = build_spec({"interval_seconds": 10, "anchor_at": anchor})
+    slot = z(2026, 1, 1, 9, 0, 10) + timedelta(milliseconds=250)
+    # strictly after: the slot itself is not "after" the slot, a microsecond before it is
+    assert spec.next_after(slot) == slot + timedelta(seconds=10)
+    assert spec.next_after(slot - timedelta(microseconds=1)) == slot
+    # before the anchor (negative elapsed time) the grid still lands on the anchor's phase
+    assert spec.next_after(z(2026, 1, 1, 8, 59, 59)) == anchor.replace(microsecond=250_000)
+    assert preview(spec, z(2026, 1, 1, 9, 0, 20), 2) == [slot + timedelta(seconds=10), slot + timedelta(seconds=20)]
+    # calendar kinds are unchanged: whole seconds, strictly after a fractional instant
+    cron = build_spec({"cron": "* * * * *"})
+    assert cron.next_after(z(2026, 1, 1, 9, 0, 0) + timedelta(milliseconds=1)) == z(2026, 1, 1, 9, 1)
