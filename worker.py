@@ -8,6 +8,7 @@ links onto the queue the moment they are due and reconciles every few seconds.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import multiprocessing
 import os
@@ -45,6 +46,10 @@ def main() -> None:
     )
     helper.start()
 
+    if not args.simple:
+        # Everything allocated so far is left out of the collector's passes: a work horse's collections
+        # then stop touching (and copying) the pages the parent's objects live on.
+        gc.freeze()
     worker_class = SimpleWorker if args.simple else RecurWorker
     name = args.name or f"recur-{socket.gethostname()}-{os.getpid()}"
     with app.app_context():

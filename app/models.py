@@ -60,6 +60,10 @@ class Workflow(db.Model):  # type: ignore[name-defined,misc]
 
 class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "scheduled_jobs"
+    # The reconciler walks active schedules in id order, a batch at a time: with (status, id) each batch is
+    # one index range. With status alone, SQLite sorted every active row again for each batch (quadratic:
+    # a pass over 100,000 schedules took 8.8 s, over 10,000 0.46 s).
+    __table_args__ = (Index("ix_scheduled_jobs_status_id", "status", "id"),)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)
     name: Mapped[str] = mapped_column(String(200))
@@ -71,7 +75,7 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     max_retries: Mapped[int] = mapped_column(Integer, default=3)
     timeout_seconds: Mapped[int] = mapped_column(Integer, default=600)
     trigger_payload: Mapped[Any] = mapped_column(JSON, nullable=True)
-    status: Mapped[str] = mapped_column(String(16), default=ScheduleStatus.ACTIVE.value, index=True)
+    status: Mapped[str] = mapped_column(String(16), default=ScheduleStatus.ACTIVE.value)
     current_repeat: Mapped[int] = mapped_column(Integer, default=0)
     current_retry: Mapped[int] = mapped_column(Integer, default=0)
     last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import Any
 
 from app import timing
 from app.chain.links import LinkPlan
@@ -11,7 +13,19 @@ from app.models import ScheduledJob
 
 
 def spec_of(schedule: ScheduledJob) -> timing.Spec:
-    return timing.build_spec(schedule.timing_fields())
+    fields = schedule.timing_fields()
+    key = tuple((name, tuple(v) if isinstance(v, list) else v) for name, v in fields.items())
+    try:
+        return _cached_spec(key)
+    except TypeError:  # an unhashable value (not a valid timing either): build_spec says what is wrong
+        return timing.build_spec(fields)
+
+
+@lru_cache(maxsize=4096)
+def _cached_spec(fields: tuple[tuple[str, Any], ...]) -> timing.Spec:
+    """Specs are immutable and a pure function of the timing columns: each worker parses a schedule's
+    timing once, not at every run (an invalid one raises, and exceptions are not cached)."""
+    return timing.build_spec({name: list(v) if isinstance(v, tuple) else v for name, v in fields})
 
 
 def default_anchor(schedule: ScheduledJob, now: datetime) -> datetime:
