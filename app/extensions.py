@@ -22,7 +22,10 @@ class Base(DeclarativeBase):
     pass
 
 
-db = SQLAlchemy(model_class=Base)
+# expire_on_commit=False: what a request committed is what it answers with and hands off from. With
+# expiry, the first read after a commit reloaded the row in a new transaction, which on SQLite
+# (BEGIN IMMEDIATE) held the write lock through the hand-off to Redis and the response.
+db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 migrate = Migrate()
 
 MIGRATIONS_DIR = str(Path(__file__).resolve().parent.parent / "migrations")

@@ -69,7 +69,6 @@ def timing_columns(data: dict[str, Any], now: datetime) -> dict[str, Any]:
 
 
 def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
-    _require_workflow(data["workflow_id"])
     columns = timing_columns(data, now)
     if not any(columns.get(k) is not None for k in _KIND_COLUMNS):
         raise Invalid({"timing": ["give exactly one kind of timing: interval_seconds, every, cron, rrule, at "
@@ -86,6 +85,9 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
         schedule.anchor_at = planning.default_anchor(schedule, now)
     schedule.next_run_at = _first(schedule, now)
     get_redis().ping()  # refuse before writing anything if the link could not be handed off
+    # The transaction starts here (on SQLite it takes the write lock): checks that need no database
+    # come first, so the lock is held for the workflow lookup, the insert and the commit only.
+    _require_workflow(data["workflow_id"])
     db.session.add(schedule)
     db.session.commit()
     hand_off_or_leave_to_recovery(schedule)

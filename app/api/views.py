@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -31,6 +32,12 @@ from app.models import Run, ScheduledJob, Workflow
 from app.tasks import get_task, task_names
 
 api = Blueprint("api", __name__, url_prefix="/api/v1")
+
+
+@cache
+def _schema(cls: type[Schema]) -> Schema:
+    """One instance per schema class, made on first use: building one costs more than a load with it."""
+    return cls()
 
 
 def _body(schema: Schema, partial: bool = False) -> dict[str, Any]:
@@ -115,7 +122,7 @@ def health() -> tuple[Response, int]:
 
 @api.post("/workflows/")
 def create_workflow() -> tuple[Response, int]:
-    data = _body(WorkflowIn())
+    data = _body(_schema(WorkflowIn))
     if get_task(data["task"]) is None:
         raise validation_error(
             {"task": [f"unknown task {data['task']!r}; registered tasks: {', '.join(task_names())}"]}
@@ -128,7 +135,7 @@ def create_workflow() -> tuple[Response, int]:
 
 @api.get("/workflows/")
 def list_workflows() -> Response:
-    page = _query(PageIn())
+    page = _query(_schema(PageIn))
     total = db.session.scalar(select(func.count()).select_from(Workflow))
     rows = db.session.scalars(select(Workflow).order_by(Workflow.id).limit(page["limit"]).offset(page["offset"]))
     return jsonify({"items": [workflow_out(w) for w in rows], "total": total})
@@ -158,7 +165,7 @@ def delete_workflow(workflow_id: int) -> tuple[str, int]:
 
 @api.get("/schedules/")
 def list_schedules() -> Response:
-    query = _query(ScheduleListIn())
+    query = _query(_schema(ScheduleListIn))
     where = []
     if "status" in query:
         where.append(ScheduledJob.status == query["status"])
@@ -174,14 +181,14 @@ def list_schedules() -> Response:
 
 @api.post("/schedules/")
 def create_schedule() -> tuple[Response, int]:
-    data = _body(ScheduleIn())
+    data = _body(_schema(ScheduleIn))
     schedule = _service(schedules.create, data, clock.utcnow())
     return _created(_schedule_body(schedule))
 
 
 @api.post("/schedules/preview/")
 def preview_schedule() -> Response:
-    data = _body(PreviewIn())
+    data = _body(_schema(PreviewIn))
     count = data.pop("count")
     try:
         spec, times = schedules.preview(data, clock.utcnow(), count)
@@ -202,7 +209,7 @@ def get_schedule(schedule_id: str) -> Response:
 @api.patch("/schedules/<schedule_id>/")
 def update_schedule(schedule_id: str) -> Response:
     _schedule_or_404(schedule_id)
-    data = _body(ScheduleIn(), partial=True)
+    data = _body(_schema(ScheduleIn), partial=True)
     return jsonify(_schedule_body(_service(schedules.update, schedule_id, data, clock.utcnow())))
 
 
@@ -225,7 +232,7 @@ def resume_schedule(schedule_id: str) -> Response:
 
 @api.post("/schedules/batch-delete/")
 def batch_delete() -> Response:
-    data = _body(BatchDeleteIn())
+    data = _body(_schema(BatchDeleteIn))
     deleted = schedules.remove(data["schedule_ids"])
     missing = [i for i in data["schedule_ids"] if i not in set(deleted)]
     return jsonify({"deleted": deleted, "not_found": missing})
@@ -234,7 +241,7 @@ def batch_delete() -> Response:
 @api.get("/schedules/<schedule_id>/runs/")
 def list_runs(schedule_id: str) -> Response:
     _schedule_or_404(schedule_id)
-    page = _query(PageIn())
+    page = _query(_schema(PageIn))
     total = db.session.scalar(select(func.count()).select_from(Run).where(Run.schedule_id == schedule_id))
     rows = db.session.scalars(
         select(Run).where(Run.schedule_id == schedule_id)
