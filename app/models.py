@@ -137,6 +137,8 @@ class Run(db.Model):  # type: ignore[name-defined,misc]
     scheduled_for: Mapped[datetime] = mapped_column(UTCDateTime())
     started_at: Mapped[datetime] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    status: Mapped[str] = mapped_column(String(16), index=True)
+    # Not indexed: no query looks runs up by status, and each run changes it once, so an index
+    # only cost every claim and every finish its upkeep.
+    status: Mapped[str] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
