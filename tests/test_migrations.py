@@ -3,9 +3,12 @@ the reconciler's batched walk over active schedules is an index range, not a sor
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from flask import Flask
 from sqlalchemy import select, text
 
 from app import create_app, ensure_schema
@@ -13,34 +16,35 @@ from app.extensions import db
 from app.models import ScheduledJob, ScheduleStatus
 
 
-def _app(database_url: str):  # type: ignore[no-untyped-def]
+@pytest.fixture
+def migrated(database_url: str) -> Iterator[Flask]:
     app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     ensure_schema(app)
-    return app
-
-
-def test_migrations_build_the_schema_the_models_describe(database_url: str) -> None:
-    app = _app(database_url)
-    with app.app_context(), db.engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        assert compare_metadata(context, db.metadata) == []
-        db.engine.dispose()
-
-
-def test_the_reconcilers_walk_uses_the_status_id_index(database_url: str) -> None:
-    app = _app(database_url)
     with app.app_context():
-        if db.engine.dialect.name != "sqlite":
-            pytest.skip("PostgreSQL's planner picks by table statistics; the index itself is checked above")
-        query = (
-            select(ScheduledJob.id)
-            .where((ScheduledJob.status == ScheduleStatus.ACTIVE.value) & (ScheduledJob.id > "x"))
-            .order_by(ScheduledJob.id)
-            .limit(1000)
-        )
-        sql = str(query.compile(db.engine, compile_kwargs={"literal_binds": True}))
-        plan = " ".join(row[3] for row in db.session.execute(text("EXPLAIN QUERY PLAN " + sql)))
-        db.session.remove()
-        db.engine.dispose()
+        try:
+            yield app
+        finally:
+            db.session.remove()
+            db.engine.dispose()
+
+
+def test_migrations_build_the_schema_the_models_describe(migrated: Flask) -> None:
+    with db.engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        differences = compare_metadata(context, db.metadata)
+    assert differences == []
+
+
+def test_the_reconcilers_walk_uses_the_status_id_index(migrated: Flask) -> None:
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's planner picks by table statistics; the index itself is checked above")
+    query = (
+        select(ScheduledJob.id)
+        .where((ScheduledJob.status == ScheduleStatus.ACTIVE.value) & (ScheduledJob.id > "x"))
+        .order_by(ScheduledJob.id)
+        .limit(1000)
+    )
+    sql = str(query.compile(db.engine, compile_kwargs={"literal_binds": True}))
+    plan = " ".join(row[3] for row in db.session.execute(text("EXPLAIN QUERY PLAN " + sql)))
     assert "ix_scheduled_jobs_status_id" in plan
     assert "TEMP B-TREE" not in plan

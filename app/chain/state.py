@@ -133,7 +133,7 @@ def warm_up() -> None:
     (compiled and cached before it is sent), and the transaction is rolled back either way.
     """
     _end_session_transaction()
-    nobody = "warm-up-" + uuid.uuid4().hex
+    nobody = str(uuid.uuid4())  # no such schedule or run (and the width of the ID columns)
     with db.engine.connect() as connection:
         try:
             connection.execute(_CLAIM, {"p_id": nobody, "p_revision": 0, "p_repeat": 0, "p_retry": 0,
