@@ -177,3 +177,32 @@ def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
         assert all(w.alive() for w in workers)
     finally:
         second_web.stop()
+
+
+def test_a_work_horse_outliving_its_killed_worker_completes_its_run(stack):
+    """The forking worker claims and records links itself; when it is killed while its work horse runs the
+    task, the horse keeps the lease alive (no write-off by another worker's reconciler) and records the
+    run and hands off the successor itself."""
+    worker = stack.start_worker()
+    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "sleep", "task": "builtin.sleep"})
+    schedule = stack.api.ok("POST", "/api/v1/schedules/", {
+        "name": "orphan", "workflow_id": workflow["id"], "interval_seconds": 1,
+        "trigger_payload": {"seconds": 4}, "timeout_seconds": 20,
+    })
+    wait_for(lambda: any(r["status"] == "running" for r in stack.api.runs(schedule["id"])), 20,
+             what="a run to be in progress")
+    [running] = [r for r in stack.api.runs(schedule["id"]) if r["status"] == "running"]
+    worker.kill()  # the worker process only: its work horse runs on (RQ puts it in a process group of its own)
+    stack.start_worker()  # whose reconciler passes every second, with a 3 s lease
+
+    def finished() -> dict:
+        return next(r for r in stack.api.runs(schedule["id"]) if r["id"] == running["id"])
+
+    wait_for(lambda: finished()["status"] != "running", 20, what="the orphaned run to finish")
+    assert (finished()["status"], finished()["error"]) == ("succeeded", None)
+    wait_for(lambda: any(r["repeat_number"] > running["repeat_number"] for r in stack.api.runs(schedule["id"])),
+             20, what="the chain to go on")
+    runs = stack.api.runs(schedule["id"])
+    assert not [r for r in runs if r["status"] == "failed"], runs
+    ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs)
+    assert max(ticks.values()) == 1, ticks

@@ -71,6 +71,15 @@ class Lease:
         if self._stop_renewing():
             pipeline.eval(_RELEASE, 1, self._key, self._run_id)
 
+    def renew_here(self) -> None:
+        """Renew from this process as well (a forked work horse: its parent's renewer thread is not here)."""
+        if self._held:
+            _renewer().add(self)
+
+    def forget(self) -> None:
+        """Stop renewing from this process and leave the key to the process that releases it."""
+        self._stop_renewing()
+
     def _stop_renewing(self) -> bool:
         """Stop renewing; True the first time (the caller then deletes the key)."""
         with self._lock:

@@ -1,10 +1,17 @@
-"""The RQ job behind every link: fence, claim, run the task, record, commit, hand off the successor."""
+"""The RQ job behind every link: fence, claim, run the task, record, commit, hand off the successor.
+
+In-process (SimpleWorker, or any RQ worker) run_link does all of it. The forking RecurWorker splits it:
+prepare() and complete() run in the worker process around the fork, and the work horse only executes.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -55,7 +62,21 @@ def _app() -> Flask:
     return _fallback_app
 
 
-def _run(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime) -> str:
+@dataclass
+class Prepared:
+    """A claimed tick whose lease is held: what is left is to run the task and complete the run."""
+
+    claim: state.Claim
+    lease: Lease
+    event: TaskEvent
+
+
+def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime,
+            worker_name: str | None) -> Prepared | str:
+    """Wait for the nominal time if a little early, claim the tick, take the schedule's lease.
+
+    Returns the claimed tick, or the outcome when there is nothing to run ("early", "stale", "skipped").
+    """
     now = clock.utcnow()
     early = (scheduled_for - now).total_seconds()
     if early > EARLY_WAIT_LIMIT_SECONDS:
@@ -65,15 +86,11 @@ def _run(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for
         time.sleep(early)
         now = clock.utcnow()
 
-    job = get_current_job()
-    claim = state.claim_tick(
-        schedule_id, revision, repeat, retry, scheduled_for, now, job.worker_name if job else None
-    )
+    claim = state.claim_tick(schedule_id, revision, repeat, retry, scheduled_for, now, worker_name)
     if claim is None:
         return "stale"
 
-    redis = get_redis()
-    lease = Lease(redis, schedule_id, claim.run_id, current_app.config["RECUR_LEASE_SECONDS"])
+    lease = Lease(get_redis(), schedule_id, claim.run_id, current_app.config["RECUR_LEASE_SECONDS"])
     other = lease.acquire()
     if other is not None:
         # A run of this schedule that was written off is still alive: record this tick as skipped.
@@ -90,17 +107,104 @@ def _run(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for
         "scheduled_for": scheduled_for.isoformat(),
         "payload": claim.payload if claim.payload is not None else {},
     }
-    with lease:
-        status, error = execute_task(claim.task, event, claim.timeout_seconds)
-        schedule = state.finish_run(claim.run_id, status, error, clock.utcnow())
-        # After the commit, one round trip: the lease goes and the successor arrives (each is one atomic
-        # script; they need not be atomic together, so no MULTI/EXEC around them).
-        with redis.pipeline(transaction=False) as pipe:
-            lease.release(pipe)
+    return Prepared(claim, lease, event)
+
+
+def execute(prepared: Prepared) -> tuple[RunStatus, str | None]:
+    return execute_task(prepared.claim.task, prepared.event, prepared.claim.timeout_seconds)
+
+
+def complete(prepared: Prepared, status: RunStatus, error: str | None) -> str:
+    """Record the outcome and commit, then in one round trip release the lease and hand off the successor
+    (each is one atomic script; they need not be atomic together, so no MULTI/EXEC around them)."""
+    with prepared.lease:  # released even if recording fails (the reconciler then writes the run off)
+        schedule = state.finish_run(prepared.claim.run_id, status, error, clock.utcnow())
+        with get_redis().pipeline(transaction=False) as pipe:
+            prepared.lease.release(pipe)
             if schedule is not None:
                 hand_off(schedule, pipeline=pipe)
             pipe.execute()
     return status.value
+
+
+def _run(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime) -> str:
+    handed = _handed
+    job = get_current_job()
+    if handed is not None and job is not None and handed.job_id == job.id:
+        return handed.run_in_horse()
+    prepared = prepare(schedule_id, revision, repeat, retry, scheduled_for, job.worker_name if job else None)
+    if isinstance(prepared, str):
+        return prepared
+    with prepared.lease:
+        status, error = execute(prepared)
+        return complete(prepared, status, error)
+
+
+class Handed:
+    """A link the forking worker prepared (claimed, lease taken) before forking its work horse.
+
+    The horse only runs the task and reports the outcome through a pipe; the worker, whose database and
+    Redis connections are warm, records it and hands off. A horse forked from a parent that died on the
+    way keeps the lease renewed and completes the run itself.
+    """
+
+    def __init__(self, job_id: str, prepared: Prepared | str) -> None:
+        self.job_id = job_id
+        self.prepared = prepared
+        self.parent_pid = os.getpid()
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        self._outcome: tuple[RunStatus, str | None] | None = None
+
+    def run_in_horse(self) -> str:
+        prepared = self.prepared
+        if isinstance(prepared, str):
+            return prepared
+        prepared.lease.renew_here()  # so that a horse whose worker died is not written off while it runs
+        with prepared.lease:
+            status, error = execute(prepared)
+            if os.getppid() != self.parent_pid:
+                log.warning("worker %s is gone; run %s completes in its work horse", self.parent_pid,
+                            prepared.claim.run_id)
+                return complete(prepared, status, error)
+            os.write(self._write, json.dumps([status.value, error]).encode())
+            prepared.lease.forget()  # the worker releases it once the outcome is recorded
+        return status.value
+
+    def outcome(self) -> tuple[RunStatus, str | None] | None:
+        """In the worker, once the horse has exited: what it reported, or None if it reported nothing."""
+        if self._write >= 0:
+            os.close(self._write)
+            self._write = -1
+            chunks = []
+            try:  # non-blocking: a process the task forked may still hold the write end
+                while chunk := os.read(self._read, 65536):
+                    chunks.append(chunk)
+            except BlockingIOError:
+                pass
+            if chunks:
+                status, error = json.loads(b"".join(chunks))
+                self._outcome = (RunStatus(status), error)
+        return self._outcome
+
+    def close(self) -> None:
+        for fd in (self._read, self._write):
+            if fd >= 0:
+                os.close(fd)
+        self._read = self._write = -1
+
+
+# Set by the forking worker around the fork of the work horse for that job (the horse inherits it).
+_handed: Handed | None = None
+
+
+def hand_to_horse(handed: Handed | None) -> None:
+    global _handed
+    _handed = handed
+
+
+def handed_for(job_id: str) -> Handed | None:
+    return _handed if _handed is not None and _handed.job_id == job_id else None
 
 
 def execute_task(task_name: str, event: TaskEvent, timeout_seconds: int) -> tuple[RunStatus, str | None]:

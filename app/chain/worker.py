@@ -1,24 +1,77 @@
-"""RQ worker for links: when a work horse dies under a link, the attempt fails and the chain goes on."""
+"""RQ worker for links. The worker process claims each link before it forks the work horse and records
+the outcome after the horse exits, so the horse only runs the task; when a horse dies under a link, the
+attempt fails and the chain goes on."""
 
 from __future__ import annotations
 
 import logging
 import os
 import signal
+from datetime import datetime
 from typing import Any
 
 from rq import Worker
+from rq.worker.base import WorkerStatus
 
 from app import clock
-from app.chain import state
+from app.chain import link, state
 from app.chain.handoff import hand_off
 from app.chain.ids import parse_link_id
+from app.chain.links import LINK_FUNC
 from app.extensions import db
+from app.models import RunStatus
 
 log = logging.getLogger(__name__)
 
 
 class RecurWorker(Worker):
+    def execute_job(self, job: Any, queue: Any) -> None:
+        """RQ's own execute_job (prepare the execution, fork, monitor, go idle), with the link's database
+        and Redis work done here, on this process's warm connections, around the horse: a horse that had
+        to open its own connections and fill its own caches spent most of its time doing so."""
+        execution = self.prepare_execution(job)  # the worker is BUSY from here: a SIGTERM waits for the link
+        handed = self._prepare(job)
+        link.hand_to_horse(handed)
+        try:
+            self.fork_work_horse(job, queue)
+            self.monitor_work_horse(job, queue, execution)
+        finally:
+            link.hand_to_horse(None)
+            if handed is not None:
+                self._complete(handed)
+        self.set_state(WorkerStatus.IDLE)
+
+    def _prepare(self, job: Any) -> link.Handed | None:
+        """Claim the link here; None (the horse then runs the whole link itself) for other jobs, or when
+        the claim could not be made here."""
+        if job.func_name != LINK_FUNC or parse_link_id(job.id) is None:
+            return None
+        try:
+            kwargs = job.kwargs
+            prepared = link.prepare(kwargs["schedule_id"], kwargs["revision"], kwargs["repeat"], kwargs["retry"],
+                                    datetime.fromisoformat(kwargs["scheduled_for"]), self.name)
+        except Exception:
+            log.exception("could not prepare link %s here; its work horse runs it whole", job.id)
+            return None
+        finally:
+            db.session.remove()
+        return link.Handed(job.id, prepared)
+
+    def _complete(self, handed: link.Handed) -> None:
+        prepared = handed.prepared
+        try:
+            if isinstance(prepared, str):
+                return
+            outcome = handed.outcome()
+            if outcome is None:  # the horse died (written off by handle_work_horse_killed) or failed to report
+                outcome = (RunStatus.FAILED, "work process ended without reporting an outcome")
+            link.complete(prepared, *outcome)  # a run already written off is left as it is
+        except Exception:  # the lease lapses and the reconciler writes the run off
+            log.exception("could not complete link %s", handed.job_id)
+        finally:
+            handed.close()
+            db.session.remove()
+
     def setup_work_horse_signals(self) -> None:
         """A SIGTERM sent to the whole process group (systemd, Heroku, Ctrl-C in a shell) must not kill a
         running link: the worker's warm shutdown lets it finish and hand off; a second signal kills it."""
@@ -30,6 +83,9 @@ class RecurWorker(Worker):
         parsed = parse_link_id(job.id)
         if parsed is None:
             return
+        handed = link.handed_for(job.id)
+        if handed is not None and handed.outcome() is not None:
+            return  # it died after reporting (in RQ's own bookkeeping): _complete records what it reported
         schedule_id, repeat, retry = parsed
         signal_note = f" by signal {os.WTERMSIG(ret_val)}" if ret_val and os.WIFSIGNALED(ret_val) else ""
         reason = f"work process died{signal_note} (exit status {ret_val})"
