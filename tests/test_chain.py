@@ -100,6 +100,8 @@ def test_stale_link_with_old_id_changes_nothing(chain_app, fake_clock):
     assert (after.current_repeat, after.run_count, after.next_run_at, after.revision) == state_before
     assert len(runs_of(schedule.id)) == 1
     assert scheduled_ids(chain_app) == [link_id(schedule.id, 1, 0)]
+    # the lease a fenced-out link took while its claim was in flight was given back
+    assert not get_redis(chain_app).exists(lease_key(schedule.id))
 
 
 def test_two_copies_of_one_link_give_one_run(chain_app, fake_clock):
@@ -113,6 +115,7 @@ def test_two_copies_of_one_link_give_one_run(chain_app, fake_clock):
     runs = runs_of(schedule.id)
     assert [(r.repeat_number, r.retry_number) for r in runs] == [(0, 0)]
     assert fresh(schedule.id).run_count == 1
+    assert not get_redis(chain_app).exists(lease_key(schedule.id))
 
 
 def test_overlapping_run_is_skipped_and_chain_continues(chain_app, fake_clock):

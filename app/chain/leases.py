@@ -6,10 +6,14 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from redis import Redis
 from redis.client import Pipeline
 from redis.exceptions import RedisError
+
+T = TypeVar("T")
 
 
 def lease_key(schedule_id: str) -> str:
@@ -53,6 +57,41 @@ class Lease:
         _renewer().add(self)
         return None
 
+    def acquire_during(self, work: Callable[[], T]) -> tuple[T, str | None]:
+        """acquire(), with its round trip overlapping `work` (the claim's transaction): the script is sent,
+        `work` runs, then the answer is read. Returns work's result and the other holder, if any.
+
+        If `work` raises, a lease taken meanwhile is released. Taking the lease a moment before the run
+        it names exists is harmless: the reconciler only writes off runs whose lease is missing.
+        """
+        pool = self._redis.connection_pool
+        connection: Any = pool.get_connection()
+        try:
+            connection.send_command("EVAL", _ACQUIRE, 1, self._key, self._run_id, self._ttl_ms)
+        except RedisError:
+            connection.disconnect()
+            pool.release(connection)
+            result = work()
+            return result, self.acquire()  # with the client's own retries
+        try:
+            try:
+                result = work()
+            finally:
+                other = connection.read_response()
+        except BaseException:
+            connection.disconnect()  # its state is unknown: never hand it back half-read
+            pool.release(connection)
+            if not other:
+                with contextlib.suppress(RedisError):
+                    self._redis.eval(_RELEASE, 1, self._key, self._run_id)
+            raise
+        pool.release(connection)
+        if other:
+            return result, other.decode() if isinstance(other, bytes) else str(other)
+        self._held = True
+        _renewer().add(self)
+        return result, None
+
     def __enter__(self) -> Lease:
         """Renewed until the block ends (acquire() first, or entering takes the lease unconditionally)."""
         if not self._held:
@@ -62,6 +101,9 @@ class Lease:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.release_now()
+
+    def release_now(self) -> None:
         if self._stop_renewing():
             with contextlib.suppress(RedisError):  # if Redis is gone, the lease lapses by itself
                 self._redis.eval(_RELEASE, 1, self._key, self._run_id)

@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -86,12 +87,15 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
         time.sleep(early)
         now = clock.utcnow()
 
-    claim = state.claim_tick(schedule_id, revision, repeat, retry, scheduled_for, now, worker_name)
+    run_id = str(uuid.uuid4())
+    lease = Lease(get_redis(), schedule_id, run_id, current_app.config["RECUR_LEASE_SECONDS"])
+    claim, other = lease.acquire_during(
+        lambda: state.claim_tick(schedule_id, revision, repeat, retry, scheduled_for, now, worker_name, run_id)
+    )
     if claim is None:
+        if other is None:  # taken for a run that was fenced out: give it back
+            lease.release_now()
         return "stale"
-
-    lease = Lease(get_redis(), schedule_id, claim.run_id, current_app.config["RECUR_LEASE_SECONDS"])
-    other = lease.acquire()
     if other is not None:
         # A run of this schedule that was written off is still alive: record this tick as skipped.
         skipped = state.finish_run(claim.run_id, RunStatus.SKIPPED, f"overlap: run {other} still running", now)

@@ -76,13 +76,13 @@ _RECORD_RUN = insert(_RUNS)
 
 def claim_tick(
     schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime, now: datetime,
-    worker: str | None,
+    worker: str | None, run_id: str | None = None,
 ) -> Claim | None:
     """Claim this tick for one run, or return None if the schedule no longer expects this link.
 
     One UPDATE ... WHERE is the compare-and-set: two copies of a link cannot both pass it.
     """
-    run_id = str(uuid.uuid4())
+    run_id = run_id or str(uuid.uuid4())
     _end_session_transaction()
     with db.engine.begin() as connection:  # commits at the end of the block, rolls back on an exception
         claimed = connection.execute(_CLAIM, {
