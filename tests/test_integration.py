@@ -74,13 +74,19 @@ class Stack:
 
 
 @pytest.fixture
-def stack(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iterator[Stack]:
+def stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisServer,
+          database_url: str) -> Iterator[Stack]:
     from redis import Redis
 
     Redis.from_url(redis_server.url).flushall()
     stack = Stack(tmp_path, redis_server, database_url)
     yield stack
     stack.stop()
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:  # the processes' own logs, in the failure's report
+        for log in sorted(tmp_path.glob("*.log")):
+            print(f"----- {log.name} (last 40 lines)")
+            print("\n".join(log.read_text(errors="replace").splitlines()[-40:]))
 
 
 def _parse(instant: str) -> datetime:
