@@ -216,16 +216,6 @@ def _apply_outcome(schedule: ScheduledJob, status: RunStatus, error: str | None,
             schedule.next_run_at = planning.retry_at(schedule, nominal, now)
 
 
-def _matches(schedule: ScheduledJob, revision: int, repeat: int, retry: int) -> bool:
-    return (
-        schedule.status == ScheduleStatus.ACTIVE.value
-        and schedule.revision == revision
-        and schedule.current_repeat == repeat
-        and schedule.current_retry == retry
-        and schedule.running_run_id is None
-    )
-
-
 def _advance(schedule: ScheduledJob, after_nominal: datetime, now: datetime) -> None:
     """Plan the next tick; a paused schedule keeps no next time, a schedule with no more ticks is done."""
     if schedule.status != ScheduleStatus.ACTIVE.value:
