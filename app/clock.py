@@ -16,11 +16,6 @@ def monotonic() -> float:
     return time.monotonic()
 
 
-def to_millisecond(instant: datetime) -> datetime:
-    """Truncate to the millisecond, the precision of interval anchors and registry scores."""
-    return instant.replace(microsecond=instant.microsecond - instant.microsecond % 1000)
-
-
 def ceil_second(instant: datetime) -> datetime:
     """Round up to a whole second (calendar ticks, one-shots and retries are whole seconds; never early)."""
     if instant.microsecond == 0:

@@ -8,7 +8,7 @@ from typing import Any
 
 from app import timing
 from app.chain.links import LinkPlan
-from app.clock import ceil_second, to_millisecond
+from app.clock import ceil_second
 from app.models import ScheduledJob
 
 
@@ -36,7 +36,7 @@ def default_anchor(schedule: ScheduledJob, now: datetime) -> datetime:
     intervals and rrules (whose anchor is DTSTART) keep whole seconds, as wall-clock times do.
     """
     if schedule.interval_seconds and schedule.interval_seconds % 86400:
-        return to_millisecond(now)
+        return timing.to_utc(now, "now")
     return ceil_second(now)
 
 
@@ -70,7 +70,7 @@ def backoff_base_seconds(schedule: ScheduledJob, nominal: datetime) -> int:
 
 def retry_at(schedule: ScheduledJob, nominal: datetime, now: datetime) -> datetime:
     delay = timing.retry_delay(backoff_base_seconds(schedule, nominal), schedule.current_retry)
-    return to_millisecond(now) + timedelta(seconds=delay)
+    return timing.to_utc(now, "now") + timedelta(seconds=delay)
 
 
 def draws_jitter(jitter_seconds: int | None, retry: int) -> bool:

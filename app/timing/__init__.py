@@ -6,6 +6,7 @@ Public interface:
     Spec.describe(), .kind, .tz, .is_one_shot, .jitter_seconds
     preview(spec, now, count)        the next `count` nominal times after `now`
     retry_delay(interval, retry)     back-off in seconds
+    to_utc(instant)                  aware UTC to the millisecond, the package's precision
     jitter_delay(id, nominal, jitter_seconds, next_nominal)  stable per-tick delay in seconds
     parse_every("5m")                shorthand intervals in seconds
     validate_not_past(at, now)       one-shot time must be in the future
@@ -22,6 +23,7 @@ from .build import build_spec
 from .delays import jitter_delay, retry_delay
 from .errors import TimingError
 from .every import parse_every
+from .instants import to_utc
 from .oneshot import validate_not_past
 from .spec import HORIZON, MAX_CANDIDATES, Spec, preview
 
@@ -35,5 +37,6 @@ __all__ = [
     "parse_every",
     "preview",
     "retry_delay",
+    "to_utc",
     "validate_not_past",
 ]
