@@ -50,12 +50,7 @@ class Lease:
 
         One round trip: the overlap check and the taking are one script.
         """
-        other = self._redis.eval(_ACQUIRE, 1, self._key, self._run_id, self._ttl_ms)
-        if other:
-            return other.decode() if isinstance(other, bytes) else str(other)
-        self._held = True
-        _renewer().add(self)
-        return None
+        return self._taken_unless(self._redis.eval(_ACQUIRE, 1, self._key, self._run_id, self._ttl_ms))
 
     def acquire_during(self, work: Callable[[], T]) -> tuple[T, str | None]:
         """acquire(), with its round trip overlapping `work` (the claim's transaction): the script is sent,
@@ -86,11 +81,15 @@ class Lease:
                     self._redis.eval(_RELEASE, 1, self._key, self._run_id)
             raise
         pool.release(connection)
+        return result, self._taken_unless(other)
+
+    def _taken_unless(self, other: object) -> str | None:
+        """From _ACQUIRE's answer: the other holder's run ID, or None after starting to renew ours."""
         if other:
-            return result, other.decode() if isinstance(other, bytes) else str(other)
+            return other.decode() if isinstance(other, bytes) else str(other)
         self._held = True
         _renewer().add(self)
-        return result, None
+        return None
 
     def __enter__(self) -> Lease:
         """Renewed until the block ends (acquire() first, or entering takes the lease unconditionally)."""
