@@ -14,7 +14,7 @@ from redis.driver_info import DriverInfo
 from redis.retry import Retry
 from rq import Queue
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.orm import DeclarativeBase
 
 
@@ -71,8 +71,13 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
+def begin_statement(dialect: Dialect) -> str | None:
+    """What opens a transaction on this database, when the driver is not left to open it itself."""
+    return "BEGIN IMMEDIATE" if dialect.name == "sqlite" else None
+
+
 def _sqlite_begin_immediate(conn) -> None:  # type: ignore[no-untyped-def]
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+    conn.exec_driver_sql(begin_statement(conn.dialect))
 
 
 def get_redis(app: Flask | None = None) -> Redis:

@@ -164,7 +164,7 @@ def test_lost_run_is_written_off_and_retried(chain_app, fake_clock):
     assert fresh(schedule.id).run_count == 1
 
 
-def test_warm_up_compiles_the_hot_path_and_changes_nothing(chain_app, fake_clock):
+def test_warm_up_runs_the_hot_path_and_changes_nothing(chain_app, fake_clock):
     from sqlalchemy import func, select
 
     from app.chain import state
@@ -182,6 +182,31 @@ def test_warm_up_compiles_the_hot_path_and_changes_nothing(chain_app, fake_clock
         before.revision, before.current_repeat, before.running_run_id, before.next_run_at)
     assert step(chain_app, fake_clock) is not None  # and the chain still runs
     assert [r.status for r in runs_of(schedule.id)] == [RunStatus.SUCCEEDED.value]
+
+
+def test_a_claim_that_fails_half_way_leaves_nothing_written(chain_app, fake_clock):
+    """The claim's UPDATE passes, its run record is refused (a run of this tick already exists): the
+    error is SQLAlchemy's, the UPDATE is rolled back with it, and the connection is fit for the next use."""
+    import pytest
+    from sqlalchemy.exc import IntegrityError
+
+    from app.chain import state
+    from app.extensions import db
+    from app.models import Run
+
+    schedule = make_schedule(fake_clock.now, interval_seconds=10)
+    nominal = fresh(schedule.id).next_run_at
+    db.session.add(Run(schedule_id=schedule.id, repeat_number=0, retry_number=0, scheduled_for=nominal,
+                       started_at=nominal, status=RunStatus.FAILED.value))
+    db.session.commit()
+    with pytest.raises(IntegrityError):
+        state.claim_tick(schedule.id, 0, 0, 0, nominal, nominal, "w")
+    after = fresh(schedule.id)
+    assert after.running_run_id is None and after.last_run_at is None
+    assert [r.status for r in runs_of(schedule.id)] == [RunStatus.FAILED.value]
+    db.session.query(Run).delete()
+    db.session.commit()
+    assert state.claim_tick(schedule.id, 0, 0, 0, nominal, nominal, "w") is not None
 
 
 def test_interval_schedules_keep_their_anchors_milliseconds_and_never_start_early(chain_app, fake_clock):

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.chain import planning
+from app.chain import driver, planning
 from app.extensions import db
 from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
 
@@ -28,8 +28,9 @@ class Claim:
     timeout_seconds: int
 
 
-# The hot path (claim, finish) runs Core statements, built once, each in its own short transaction on a
-# connection of its own (not the ORM session's): the ORM's machinery cost more per run than the rest of a link.
+# The hot path (claim, finish) runs Core statements, built once, each in its own short transaction on the
+# database driver (app.chain.driver), not through the ORM session: SQLAlchemy's machinery cost more per
+# run than the rest of a link.
 _SCHEDULES = ScheduledJob.__table__
 _RUNS = Run.__table__
 
@@ -37,7 +38,7 @@ _RUNS = Run.__table__
 def _end_session_transaction() -> None:
     """Transitions run in a transaction of their own: a read the caller left open on the ORM session
     would, on SQLite, hold the write lock that transaction waits for."""
-    if db.session().in_transaction():
+    if db.session.registry.has() and db.session().in_transaction():
         db.session.rollback()
 
 
@@ -54,9 +55,9 @@ def _expects(schedule_id: Any, revision: Any, repeat: Any, retry: Any) -> Any:
     )
 
 
-# The claim, built once: the compare-and-set UPDATE hands back what the run needs (RETURNING), so a
-# claim is one UPDATE, one INSERT and a commit.
-_CLAIM = (
+# The claim: the compare-and-set UPDATE hands back what the run needs (RETURNING), so a claim is one
+# UPDATE, one INSERT and a commit.
+_CLAIM = driver.Statement(
     update(_SCHEDULES)
     .where(_expects(bindparam("p_id"), bindparam("p_revision"), bindparam("p_repeat"), bindparam("p_retry")))
     .values(
@@ -71,7 +72,12 @@ _CLAIM = (
         select(Workflow.task).where(Workflow.id == _SCHEDULES.c.workflow_id).scalar_subquery(),
     )
 )
-_RECORD_RUN = insert(_RUNS)
+_RECORD_RUN = driver.Statement(insert(_RUNS).values(
+    id=bindparam("p_run_id"), schedule_id=bindparam("p_id"), repeat_number=bindparam("p_repeat"),
+    retry_number=bindparam("p_retry"), scheduled_for=bindparam("p_scheduled_for", type_=UTCDateTime()),
+    started_at=bindparam("p_now", type_=UTCDateTime()), status=RunStatus.RUNNING.value,
+    worker=bindparam("p_worker"),
+))
 
 
 def claim_tick(
@@ -84,80 +90,71 @@ def claim_tick(
     """
     run_id = run_id or str(uuid.uuid4())
     _end_session_transaction()
-    with db.engine.begin() as connection:  # commits at the end of the block, rolls back on an exception
-        claimed = connection.execute(_CLAIM, {
-            "p_id": schedule_id, "p_revision": revision, "p_repeat": repeat, "p_retry": retry,
-            "p_run_id": run_id, "p_now": now,
-        }).first()
+    values = {
+        "p_id": schedule_id, "p_revision": revision, "p_repeat": repeat, "p_retry": retry,
+        "p_run_id": run_id, "p_now": now, "p_scheduled_for": scheduled_for, "p_worker": worker,
+    }
+    with driver.transaction(db.engine) as tx:  # commits at the end of the block, rolls back on an exception
+        claimed = tx.first(_CLAIM, values)
         if claimed is None or claimed[3] is None:  # fenced out, or its workflow is gone
-            connection.rollback()
+            tx.rollback()
             return None
         name, payload, timeout_seconds, task = claimed
-        connection.execute(_RECORD_RUN, [{
-            "id": run_id, "schedule_id": schedule_id, "repeat_number": repeat, "retry_number": retry,
-            "scheduled_for": scheduled_for, "started_at": now, "status": RunStatus.RUNNING.value, "worker": worker,
-        }])
+        tx.execute(_RECORD_RUN, values)
     return Claim(run_id, task, name, payload, timeout_seconds)
 
 
 # Compare-and-set on the run; hands back what the schedule's update needs.
-_FINISH_RUN = (
+_FINISH_RUN = driver.Statement(
     update(_RUNS)
     .where((_RUNS.c.id == bindparam("p_run_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
     .values(status=bindparam("p_status"), finished_at=bindparam("p_finished_at", type_=UTCDateTime()),
             error=bindparam("p_error"))
     .returning(_RUNS.c.schedule_id, _RUNS.c.scheduled_for)
 )
-_LOAD_SCHEDULE = select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update()
+_LOAD_SCHEDULE = driver.Statement(select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update())
 # What finishing a run may change; written only while the row still names this run as running.
 _CHAIN_COLUMNS = (
     "status", "current_repeat", "current_retry", "next_run_at", "run_count", "error_count", "last_error",
     "running_run_id", "updated_at",
 )
-_SAVE_CHAIN_STATE = (
+_SAVE_CHAIN_STATE = driver.Statement(
     update(_SCHEDULES)
     .where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.running_run_id == bindparam("p_run_id")))
     .values({name: bindparam(f"p_{name}", type_=_SCHEDULES.c[name].type) for name in _CHAIN_COLUMNS})
 )
+_HOT_PATH = (_CLAIM, _RECORD_RUN, _FINISH_RUN, _LOAD_SCHEDULE, _SAVE_CHAIN_STATE)
 
 
 _ANY_TIME = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 def warm_up() -> None:
-    """Compile the hot-path statements into the engine's cache, in a transaction that changes nothing.
+    """Render the hot-path statements and run each once, in a transaction that changes nothing.
 
-    A forking worker calls this before its first fork: every work horse then inherits the compiled
-    statements instead of compiling them again (~20 ms per link, most of a horse's own time).
-    Each statement runs with parameters that match no row; the INSERT is refused by its foreign key
-    (compiled and cached before it is sent), and the transaction is rolled back either way.
+    A forking worker calls this before its first fork: every work horse then inherits the rendered
+    statements instead of rendering them again. Each statement runs with parameters that match no row;
+    the INSERT is refused by its foreign key, and the transaction is rolled back either way.
     """
     _end_session_transaction()
     nobody = str(uuid.uuid4())  # no such schedule or run (and the width of the ID columns)
-    with db.engine.connect() as connection:
+    values: dict[str, Any] = {f"p_{name}": None for name in _CHAIN_COLUMNS}
+    values.update({
+        "p_id": nobody, "p_revision": 0, "p_repeat": 0, "p_retry": 0, "p_run_id": nobody, "p_now": _ANY_TIME,
+        "p_scheduled_for": _ANY_TIME, "p_worker": None, "p_status": RunStatus.SUCCEEDED.value,
+        "p_finished_at": _ANY_TIME, "p_error": None,
+    })
+    with driver.transaction(db.engine) as tx:
         try:
-            connection.execute(_CLAIM, {"p_id": nobody, "p_revision": 0, "p_repeat": 0, "p_retry": 0,
-                                        "p_run_id": nobody, "p_now": _ANY_TIME})
-            connection.execute(_FINISH_RUN, {"p_run_id": nobody, "p_status": RunStatus.SUCCEEDED.value,
-                                             "p_finished_at": _ANY_TIME, "p_error": None})
-            connection.execute(_LOAD_SCHEDULE, {"p_id": nobody})
-            connection.execute(_SAVE_CHAIN_STATE, {"p_id": nobody, "p_run_id": nobody,
-                                                   **{f"p_{name}": None for name in _CHAIN_COLUMNS}})
-            connection.execute(_RECORD_RUN, [{
-                "id": nobody, "schedule_id": nobody, "repeat_number": 0, "retry_number": 0,
-                "scheduled_for": _ANY_TIME, "started_at": _ANY_TIME,
-                "status": RunStatus.RUNNING.value, "worker": None,
-            }])
+            for statement in _HOT_PATH:
+                tx.execute(statement, values)
         except IntegrityError:
             pass
         finally:
-            connection.rollback()
+            tx.rollback()
 
 
-def snapshot(row: Any) -> ScheduledJob:
-    """A schedule built from a Core row of its table: never added to the session, so reading it after a
-    commit costs no query (and opens no transaction)."""
-    return ScheduledJob(**row._mapping)
+_SCHEDULE_COLUMNS = _LOAD_SCHEDULE.columns
 
 
 def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime) -> ScheduledJob | None:
@@ -168,22 +165,24 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
     Returns the schedule as committed, detached from the session (a snapshot to hand off from).
     """
     _end_session_transaction()
-    with db.engine.begin() as connection:  # commits at the end of the block, rolls back on an exception
-        finished = connection.execute(_FINISH_RUN, {
+    with driver.transaction(db.engine) as tx:  # commits at the end of the block, rolls back on an exception
+        finished = tx.first(_FINISH_RUN, {
             "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
-        }).first()
+        })
         if finished is None:
-            connection.rollback()
+            tx.rollback()
             return None
         schedule_id, nominal = finished
-        row = connection.execute(_LOAD_SCHEDULE, {"p_id": schedule_id}).first()
-        if row is None or row.running_run_id != run_id:
-            # Deleted, or the run was already written off: keep the run's record, touch nothing else.
+        row = tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id})
+        if row is None:  # deleted: keep the run's record, touch nothing else
             return None
-        schedule = snapshot(row)
+        # Never added to the session: reading it after the commit costs no query (and opens no transaction).
+        schedule = ScheduledJob(**dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
+        if schedule.running_run_id != run_id:  # already written off: keep the run's record, nothing else
+            return None
         _apply_outcome(schedule, status, error, nominal, now)
         values = {f"p_{name}": getattr(schedule, name) for name in _CHAIN_COLUMNS}
-        connection.execute(_SAVE_CHAIN_STATE, {"p_id": schedule_id, "p_run_id": run_id, **values})
+        tx.execute(_SAVE_CHAIN_STATE, {"p_id": schedule_id, "p_run_id": run_id, **values})
     return schedule
 
 
