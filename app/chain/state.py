@@ -157,6 +157,15 @@ def warm_up() -> None:
 _SCHEDULE_COLUMNS = _LOAD_SCHEDULE.columns
 
 
+def _detached(values: dict[str, Any]) -> ScheduledJob:
+    """A schedule from a row's values, never added to the session: reading it after the commit costs no
+    query (and opens no transaction). Filled as the ORM fills loaded rows, not through __init__, whose
+    38 instrumented assignments cost 85 us against 5."""
+    schedule: ScheduledJob = ScheduledJob.__mapper__.class_manager.new_instance()
+    schedule.__dict__.update(values)
+    return schedule
+
+
 def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime) -> ScheduledJob | None:
     """Record the outcome of a claimed run and advance the schedule by the success/retry/skip rules.
 
@@ -176,8 +185,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
         row = tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id})
         if row is None:  # deleted: keep the run's record, touch nothing else
             return None
-        # Never added to the session: reading it after the commit costs no query (and opens no transaction).
-        schedule = ScheduledJob(**dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
+        schedule = _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
         if schedule.running_run_id != run_id:  # already written off: keep the run's record, nothing else
             return None
         _apply_outcome(schedule, status, error, nominal, now)
