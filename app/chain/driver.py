@@ -121,18 +121,16 @@ class Transaction:
             self._call(self._connection.rollback, "ROLLBACK")
 
     def _begin(self) -> None:
+        """SQLite's transaction takes the write lock up front; PostgreSQL's driver begins by itself."""
         sql = begin_statement(self._dialect)
         if sql is not None:
-            try:
-                self._cursor.execute(sql)
-            except self._dialect.loaded_dbapi.Error as exc:
-                raise self._wrapped(exc, sql, ()) from exc
+            self._call(lambda: self._cursor.execute(sql), sql)
 
     def _commit(self) -> None:
         if not self.rolled_back:
             self._call(self._connection.commit, "COMMIT")
 
-    def _call(self, method: Callable[[], None], sql: str) -> None:
+    def _call(self, method: Callable[[], object], sql: str) -> None:
         try:
             method()
         except self._dialect.loaded_dbapi.Error as exc:
