@@ -41,9 +41,20 @@ class LockLost(Exception):
     """Another process holds the reconcile lock now: this pass stops where it is."""
 
 
-def reconcile_once(app: Flask) -> dict[str, object] | None:
-    """One reconciliation pass if no other process is running one; returns its report or None."""
+# Set for `every` seconds when a periodic pass ends: the other workers' loops skip theirs until it lapses.
+RECONCILED_KEY = "recur:reconciled"
+
+
+def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] | None:
+    """One reconciliation pass if no other process is running one; returns its report or None.
+
+    With `every` (the periodic passes), also None when any process finished a pass less than `every`
+    seconds ago: the cluster reconciles once per period, not once per worker (with ten workers and
+    100,000 schedules, ten passes of 3 s every 5 s would never stop). Startup passes always run.
+    """
     redis = get_redis(app)
+    if every is not None and redis.exists(RECONCILED_KEY):
+        return None
     token = uuid.uuid4().hex
     if not redis.set(RECONCILE_LOCK, token, nx=True, px=RECONCILE_LOCK_MS):
         return None
@@ -66,6 +77,8 @@ def reconcile_once(app: Flask) -> dict[str, object] | None:
         if report["links_repaired"] or report["runs_written_off"]:
             log.warning("reconcile: %s", report)
         _count(redis, report)
+        if every is not None:
+            redis.set(RECONCILED_KEY, token, px=max(1, int(every * 1000)))
         return report
     finally:
         redis.eval(_RELEASE, 1, RECONCILE_LOCK, token)
@@ -104,7 +117,7 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
             mover.move_due(clock.utcnow())
             if clock.monotonic() >= next_reconcile:
                 next_reconcile = clock.monotonic() + every
-                reconcile_once(app)
+                reconcile_once(app, every)
             head = mover.next_due()
         except (RedisError, SQLAlchemyError, OSError) as exc:
             log.warning("background pass failed (%s); retrying", exc)

@@ -1,0 +1,40 @@
+"""The workers' reconcile passes: one at a time, and once per period across all workers."""
+
+from __future__ import annotations
+
+from app.background import RECONCILE_LOCK, RECONCILED_KEY, read_stats, reconcile_once
+from app.extensions import get_redis
+from tests.chain_driver import make_schedule, scheduled_ids
+
+
+def _passes(app) -> int:  # type: ignore[no-untyped-def]
+    return int(read_stats(get_redis(app)).get("reconcile_passes", "0"))
+
+
+def test_periodic_passes_run_once_per_period_across_workers(chain_app, fake_clock):
+    redis = get_redis(chain_app)
+    make_schedule(fake_clock.now, interval_seconds=10)
+    assert reconcile_once(chain_app, every=60) is not None
+    assert 59_000 < redis.pttl(RECONCILED_KEY) <= 60_000
+    # Another worker's turn within the period: skipped, and nothing was locked or counted.
+    assert reconcile_once(chain_app, every=60) is None
+    assert _passes(chain_app) == 1 and not redis.exists(RECONCILE_LOCK)
+    # A worker starting up reconciles whatever the period says.
+    assert reconcile_once(chain_app) is not None
+    assert _passes(chain_app) == 2
+    # Once the period is over (here: the key lapsed, or Redis was emptied), the next turn runs a pass
+    # that repairs what went missing meanwhile.
+    redis.flushall()
+    report = reconcile_once(chain_app, every=60)
+    assert report is not None and report["links_repaired"] == 1
+    assert len(scheduled_ids(chain_app)) == 1
+
+
+def test_a_pass_waits_for_none_while_another_runs_and_leaves_its_lock_alone(chain_app, fake_clock):
+    redis = get_redis(chain_app)
+    make_schedule(fake_clock.now, interval_seconds=10)
+    redis.set(RECONCILE_LOCK, "another-process", px=10_000)
+    assert reconcile_once(chain_app) is None
+    assert reconcile_once(chain_app, every=5) is None
+    assert redis.get(RECONCILE_LOCK) == b"another-process"
+    assert _passes(chain_app) == 0 and not redis.exists(RECONCILED_KEY)
