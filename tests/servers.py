@@ -131,7 +131,9 @@ def start_web(env: dict[str, str], port: int, log_path: Path) -> Process:
     import sys
 
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
-    return Process([gunicorn, "wsgi:app", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"],
+    # No control socket: gunicorn 27 puts it at one path per user, which concurrent test servers share.
+    return Process([gunicorn, "wsgi:app", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4",
+                    "--no-control-socket"],
                    env, log_path)
 
 
