@@ -38,7 +38,7 @@ def main() -> None:
     report = reconcile_once(app)
     log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
     with app.app_context():
-        state.warm_up()  # work horses inherit the compiled statements
+        state.warm_up()  # work horses inherit the rendered statements
         db.engine.dispose()
 
     helper = multiprocessing.get_context("fork").Process(
