@@ -7,7 +7,16 @@ from datetime import UTC, datetime
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 
-from app.chain.links import HORSE_GRACE_SECONDS, LINK_FUNC, LinkPlan, pending_revisions, put_link, put_links
+from app.chain.links import (
+    HORSE_GRACE_SECONDS,
+    LINK_FUNC,
+    LinkPlan,
+    cancel_link,
+    pending_revisions,
+    put_link,
+    put_links,
+)
+from app.chain.mover import Mover
 from app.extensions import get_queue, get_redis
 
 
@@ -51,3 +60,22 @@ def test_put_links_replaces_pending_copies_and_rq_reads_them_back(real_app):
         LINK_FUNC, plans[7].schedule_id, "scheduled")
     revisions = pending_revisions(redis, queue, [plans[0].job_id, plans[1].job_id], plans[0].due_at.timestamp())
     assert revisions == [3, 2]
+
+
+def test_a_queued_copy_leaves_the_queue_when_its_link_is_put_again_or_cancelled(real_app):
+    queue, redis = get_queue(real_app), get_redis(real_app)
+    replanned, cancelled, other = (_plan(f"00000000-0000-0000-0000-{i:012d}") for i in range(3))
+    put_links(queue, [replanned, cancelled, other], 300)
+    assert Mover(redis, queue).move_due(replanned.due_at) == 3
+    assert queue.get_job_ids() == [replanned.job_id, cancelled.job_id, other.job_id]
+
+    put_link(queue, _plan(replanned.schedule_id, revision=3), 300)
+    cancel_link(queue, cancelled.job_id)
+    new = _plan("00000000-0000-0000-0000-000000000009")
+    put_link(queue, new, 300)  # a link with no copy yet: the queue is left as it is
+
+    assert queue.get_job_ids() == [other.job_id]
+    assert not redis.exists(Job.key_for(cancelled.job_id))
+    registry = ScheduledJobRegistry(queue=queue)
+    assert sorted(registry.get_job_ids()) == sorted([replanned.job_id, new.job_id])
+    assert pending_revisions(redis, queue, [replanned.job_id], replanned.due_at.timestamp()) == [3]

@@ -109,11 +109,18 @@ def _score(due_at: datetime) -> str:
 PUT_BATCH = 500
 # Both putting and cancelling take a link's pending copy out the same way: off the registry and the queue,
 # and its hash deleted only if not started (a started one keeps its hash so RQ can finish it cleanly).
+# The queue is a list, and LREM reads all of it: it is searched only when a copy of the link exists. A
+# successor's ID is new (no hash, so on no queue: RQ and the mover push only IDs whose hash they wrote),
+# and a hand-off during a backlog of N queued links then costs O(1), not O(N): with every schedule due at
+# once (a midnight cron on 100,000 schedules), each hand-off would otherwise scan the whole backlog.
 _REMOVE_PENDING_LUA = """
 local function remove_pending(registry, queue, key, id)
   redis.call('ZREM', registry, id)
-  redis.call('LREM', queue, 0, id)
   local status = redis.call('HGET', key, 'status')
+  if not status then
+    return
+  end
+  redis.call('LREM', queue, 0, id)
   if status == 'scheduled' or status == 'queued' then
     redis.call('DEL', key)
   end
@@ -169,7 +176,9 @@ def _template(queue: Queue, result_ttl: int) -> list[Any]:
         job.set_status(JobStatus.SCHEDULED, pipeline=queue.connection.pipeline())  # never executed
         job.origin = queue.name
         fields = {k: v for k, v in job.to_dict().items() if k not in _PER_LINK}
-        template = _templates[cache_key] = [item for pair in fields.items() for item in pair]
+        # Encoded once, as the client would encode them at every put (bytes pass through its encoder).
+        encoder: Any = queue.connection.get_encoder()
+        template = _templates[cache_key] = [encoder.encode(item) for pair in fields.items() for item in pair]
     return template
 
 
