@@ -27,7 +27,7 @@ from bench.stack import Bench, cores
 HERE = Path(__file__).resolve().parent
 
 FULL = {
-    "rounds": 5, "throughput_simple": 600, "throughput_forking": 300,
+    "rounds": 5, "throughput_simple": 2000, "throughput_forking": 300,
     # (schedules, interval s, seconds): the example load, then one whose per-second batch is 8.
     "loads": [(1000, 20, 60), (1000, 120, 120)], "herd": 1000,
     "scale": [10_000, 100_000], "api": 1000, "rqs_poll": 0.1,
