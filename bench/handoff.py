@@ -18,15 +18,15 @@ from redis import Redis
 from rq import Queue
 
 from app.chain.links import LinkPlan, put_link
-from tests.servers import RedisServer
+from bench.stack import Bench
 
 BACKLOGS = (0, 3_000, 100_000)
 PUTS = 1_000
 
 
-def measure(redis: Redis, backlog: int) -> tuple[float, float]:
+def measure(bench: Bench, backlog: int) -> tuple[float, float]:
     """(client µs, Redis µs) per put of a new link beside `backlog` queued IDs."""
-    redis.flushall()
+    redis: Redis = bench.fresh_redis()
     queue = Queue("recur", connection=redis)
     for start in range(0, backlog, 10_000):
         redis.rpush(queue.key, *[f"sched-backlog{i}-n0-rc0" for i in range(start, min(backlog, start + 10_000))])
@@ -42,15 +42,14 @@ def measure(redis: Redis, backlog: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    server = RedisServer(Path(tempfile.mkdtemp(prefix="recur-handoff-")))
+    bench = Bench(Path(tempfile.mkdtemp(prefix="recur-handoff-")))
     try:
-        redis = Redis.from_url(server.url)
         print(f"{'queued links':>12}  {'client us/put':>13}  {'Redis us/put':>12}")
         for backlog in BACKLOGS:
-            client, own = measure(redis, backlog)
+            client, own = measure(bench, backlog)
             print(f"{backlog:>12,}  {client:>13.1f}  {own:>12.1f}")
     finally:
-        server.stop()
+        bench.stop()
 
 
 if __name__ == "__main__":
