@@ -26,7 +26,7 @@ from app.chain.handoff import hand_off
 from app.chain.leases import Lease
 from app.extensions import db, get_redis
 from app.models import RunStatus
-from app.tasks import TaskEvent, get_task
+from app.tasks import TaskEvent, get_task, idempotency_key
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,7 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
         "retry_number": retry,
         "scheduled_for": scheduled_for.isoformat(),
         "payload": claim.payload if claim.payload is not None else {},
+        "idempotency_key": idempotency_key(schedule_id, repeat),
     }
     return Prepared(claim, lease, event)
 
