@@ -74,7 +74,7 @@ def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] 
             finally:
                 db.session.remove()
             report["seconds"] = round(clock.monotonic() - started, 3)
-        if report["links_repaired"] or report["runs_written_off"]:
+        if report["links_repaired"] or report["runs_written_off"] or report["schedules_invalidated"]:
             log.warning("reconcile: %s", report)
         _count(redis, report)
         if every is not None:
@@ -93,6 +93,7 @@ def _count(redis: Redis, report: dict[str, object]) -> None:
         pipe.hincrby(STATS_KEY, "reconcile_passes", 1)
         pipe.hincrby(STATS_KEY, "links_repaired", int(str(report["links_repaired"])))
         pipe.hincrby(STATS_KEY, "runs_written_off", int(str(report["runs_written_off"])))
+        pipe.hincrby(STATS_KEY, "schedules_invalidated", int(str(report["schedules_invalidated"])))
         pipe.hset(STATS_KEY, mapping={"last_pass_at": clock.utcnow().isoformat(),
                                       "last_pass_seconds": str(report["seconds"])})
         pipe.execute()
@@ -119,8 +120,12 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
                 next_reconcile = clock.monotonic() + every
                 reconcile_once(app, every)
             head = mover.next_due()
-        except (RedisError, SQLAlchemyError, OSError) as exc:
+        except (RedisError, SQLAlchemyError, OSError) as exc:  # Redis or the database away for a moment
             log.warning("background pass failed (%s); retrying", exc)
+            head = None
+            stop.wait(1.0)
+        except Exception:  # anything else is a bug: log it whole, but never stop moving every other link
+            log.exception("background pass failed; retrying")
             head = None
             stop.wait(1.0)
         wait = max_sleep if head is None else min(max_sleep, max(0.0, head - clock.utcnow().timestamp()))

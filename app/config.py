@@ -29,6 +29,8 @@ class Settings:
     RECUR_LEASE_SECONDS: float = 5.0
     RECUR_MOVER_MAX_SLEEP: float = 0.2
     RECUR_LINK_RESULT_TTL: int = 300
+    # A file to append a line to as each task body starts (app.tasks.execution_log); for checks, off by default.
+    RECUR_EXECUTION_LOG: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -43,6 +45,7 @@ class Settings:
             RECUR_LEASE_SECONDS=_float("RECUR_LEASE_SECONDS", defaults.RECUR_LEASE_SECONDS),
             RECUR_MOVER_MAX_SLEEP=_float("RECUR_MOVER_MAX_SLEEP", defaults.RECUR_MOVER_MAX_SLEEP),
             RECUR_LINK_RESULT_TTL=_int("RECUR_LINK_RESULT_TTL", defaults.RECUR_LINK_RESULT_TTL),
+            RECUR_EXECUTION_LOG=os.environ.get("RECUR_EXECUTION_LOG") or None,
         )
 
     def as_flask_config(self) -> dict[str, object]:

@@ -35,6 +35,9 @@ class ScheduleStatus(StrEnum):
     PAUSED = "paused"
     DONE = "done"
     DEAD = "dead"
+    # Its stored timing no longer builds (see app.chain.invalid); last_error says why. The column is a
+    # plain String(16) with no constraint on its values, so this state needs no migration.
+    INVALID = "invalid"
 
 
 class RunStatus(StrEnum):

@@ -15,7 +15,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import select
 
-from app.chain import planning, state
+from app.chain import invalid, planning, state
 from app.chain.handoff import hand_off
 from app.chain.ids import link_id
 from app.chain.leases import holders
@@ -37,12 +37,14 @@ class Report:
     checked: int = 0
     links_repaired: list[str] = field(default_factory=list)
     runs_written_off: list[str] = field(default_factory=list)
+    schedules_invalidated: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {
             "checked": self.checked,
             "links_repaired": len(self.links_repaired),
             "runs_written_off": len(self.runs_written_off),
+            "schedules_invalidated": len(self.schedules_invalidated),
         }
 
 
@@ -91,6 +93,7 @@ def _repair_links(rows: list[Any], now: datetime, report: Report) -> None:
     """Re-create the links these just-read committed rows expect, one script per 500 links. Only a row
     with a jitter to draw (the timing spec is needed) or no planned tick is loaded whole."""
     plans, to_load = [], []
+    bad: list[tuple[str, int, Exception]] = []
     for row in rows:
         if row.next_run_at is None or planning.draws_jitter(row.jitter_seconds, row.current_retry):
             to_load.append(row.id)
@@ -106,8 +109,13 @@ def _repair_links(rows: list[Any], now: datetime, report: Report) -> None:
             if schedule.next_run_at is None:
                 unplanned.append(schedule.id)
             else:
-                plans.append(planning.link_plan(schedule))
+                try:
+                    plans.append(planning.link_plan(schedule))
+                except Exception as exc:  # its timing no longer builds: this row only, the batch goes on
+                    bad.append((schedule.id, schedule.revision, exc))
         db.session.rollback()
+    for schedule_id, revision, error in bad:
+        _invalidate(schedule_id, revision, error, now, report)
     for schedule_id in unplanned:  # rare: plans the first tick, commits, hands off
         _repair_link(schedule_id, now, report)
     put_links(get_queue(), plans, current_app.config["RECUR_LINK_RESULT_TTL"])
@@ -123,7 +131,14 @@ def _repair_link(schedule_id: str, now: datetime, report: Report) -> None:
         db.session.rollback()
         return
     if schedule.next_run_at is None:
-        schedule.next_run_at = planning.first_nominal(schedule, now)
+        try:
+            first = planning.first_nominal(schedule, now)
+        except Exception as exc:  # its timing no longer builds
+            revision = schedule.revision
+            db.session.rollback()
+            _invalidate(schedule_id, revision, exc, now, report)
+            return
+        schedule.next_run_at = first
         if schedule.next_run_at is None:
             schedule.status = ScheduleStatus.DONE.value
         db.session.commit()
@@ -132,6 +147,11 @@ def _repair_link(schedule_id: str, now: datetime, report: Report) -> None:
     if job_id:
         report.links_repaired.append(job_id)
         log.warning("recovery: re-created missing link %s", job_id)
+
+
+def _invalidate(schedule_id: str, revision: int, exc: Exception, now: datetime, report: Report) -> None:
+    if invalid.mark_invalid(schedule_id, revision, exc, now):
+        report.schedules_invalidated.append(schedule_id)
 
 
 def _write_off_if_lost(run_id: str, now: datetime, grace: timedelta, report: Report) -> None:

@@ -110,6 +110,8 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
     replan = bool(columns) or "timeout_seconds" in data
     if replan:
         schedule.revision += 1
+    if columns and schedule.status == ScheduleStatus.INVALID.value:
+        schedule.status = ScheduleStatus.ACTIVE.value  # a timing that builds again (_first checks) revives it
     if columns and schedule.status == ScheduleStatus.ACTIVE.value:
         schedule.next_run_at = _first(schedule, now)
     else:

@@ -19,3 +19,13 @@ def record(event: TaskEvent) -> None:
     if path:
         with open(path, "a") as fh:
             fh.write(f"{event['scheduled_job_id']} {event['repeat_number']} {event['retry_number']}\n")
+
+
+@task("tests.record_key")
+def record_key(event: TaskEvent) -> None:
+    """Records (repeat, retry, idempotency key) of every attempt, then fails while retry < `failures`."""
+    payload = event["payload"] or {}
+    with open(payload["path"], "a") as fh:
+        fh.write(f"{event['repeat_number']} {event['retry_number']} {event.get('idempotency_key')}\n")
+    if event["retry_number"] < payload.get("failures", 0):
+        raise RuntimeError("fails on purpose, to be retried")

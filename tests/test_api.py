@@ -170,5 +170,6 @@ def test_health_reports_both_stores_and_reconciler_totals(app, client):
     body = response.json
     assert response.status_code == 200, body
     assert (body["database"], body["redis"]) == ("ok", "ok")
-    assert body["schedules"] == {"active": 1}
+    assert body["schedules"] == {"active": 1, "paused": 0, "done": 0, "dead": 0, "invalid": 0}
     assert body["reconciler"]["reconcile_passes"] == "1" and body["reconciler"]["links_repaired"] == "0"
+    assert body["reconciler"]["schedules_invalidated"] == "0"

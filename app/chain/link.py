@@ -26,7 +26,7 @@ from app.chain.handoff import hand_off
 from app.chain.leases import Lease
 from app.extensions import db, get_redis
 from app.models import RunStatus
-from app.tasks import TaskEvent, get_task
+from app.tasks import TaskEvent, execution_log, get_task, idempotency_key
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,7 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
         "retry_number": retry,
         "scheduled_for": scheduled_for.isoformat(),
         "payload": claim.payload if claim.payload is not None else {},
+        "idempotency_key": idempotency_key(schedule_id, repeat),
     }
     return Prepared(claim, lease, event)
 
@@ -220,6 +221,7 @@ def execute_task(task_name: str, event: TaskEvent, timeout_seconds: int) -> tupl
     penalty: Any = UnixSignalDeathPenalty if in_main_thread else TimerDeathPenalty
     try:
         with penalty(timeout_seconds, JobTimeoutException):
+            execution_log.record_start(event)  # a failure to write it fails the attempt before its body
             fn(event)
     except JobTimeoutException:
         return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s"

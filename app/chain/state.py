@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.chain import driver, planning
+from app.chain import driver, invalid, planning
 from app.extensions import db
 from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
 
@@ -189,7 +189,10 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
         schedule = _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
         if schedule.running_run_id != run_id:  # already written off: keep the run's record, nothing else
             return None
-        _apply_outcome(schedule, status, error, nominal, now)
+        try:
+            _apply_outcome(schedule, status, error, nominal, now)
+        except Exception as exc:  # its next tick cannot be planned: the run keeps its outcome, the chain stops
+            invalid.invalidate(schedule, exc)
         values = {f"p_{name}": getattr(schedule, name) for name in _CHAIN_COLUMNS}
         tx.execute(_SAVE_CHAIN_STATE, {"p_id": schedule_id, "p_run_id": run_id, **values})
     return schedule

@@ -16,6 +16,15 @@ class TaskEvent(TypedDict):
     retry_number: int
     scheduled_for: str
     payload: Any
+    # The same for every attempt (retry) of one tick, different for every tick of every schedule: a task
+    # whose side effect must not repeat records it with its effect and skips a tick it has already done.
+    idempotency_key: str
+
+
+def idempotency_key(schedule_id: str, repeat: int) -> str:
+    """Names the tick: its link IDs without the attempt (`sched-{id}-n{repeat}-rc{retry}`). Repeat numbers
+    only grow, and schedule IDs are UUIDs, so no two ticks anywhere share a key."""
+    return f"sched-{schedule_id}-n{repeat}"
 
 
 _TASKS: dict[str, TaskFn] = {}
