@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import update
+from sqlalchemy import text
 
 from app.chain import link
 from app.chain.leases import lease_key
@@ -59,12 +59,12 @@ def test_a_stale_copy_running_beside_the_real_link_leaves_its_run_alone(chain_ap
     assert repeat == 1
     fake_clock.set(nominal)
 
-    # Both links reach their claim while another transaction holds the schedule's row, so that each
+    # Both links reach their claim while another transaction holds the schedules' table, so that each
     # has done whatever it does before the claim when the claims go through, the stale copy first.
     blocker = db.engine.connect()
-    blocker.begin()
-    blocker.execute(update(ScheduledJob).where(ScheduledJob.id == schedule.id)
-                    .values(updated_at=ScheduledJob.updated_at))
+    blocker.begin()  # on SQLite, BEGIN IMMEDIATE: the database's write lock
+    if db.engine.dialect.name == "postgresql":  # every UPDATE of a schedule waits, whichever row it matches
+        blocker.execute(text(f"LOCK TABLE {ScheduledJob.__tablename__} IN EXCLUSIVE MODE"))
     try:
         stale = _Link(chain_app, _run_link(schedule.id, revision, 0, first_nominal))
         stale.start()
