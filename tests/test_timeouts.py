@@ -151,3 +151,27 @@ def test_the_simple_worker_writes_off_a_task_that_ignores_its_timeout(workers, w
     first, second = _attempts(schedule_id)
     assert (first[:2], second) == ((0, "timed_out"), (1, "succeeded", None))
     assert (first[2] or "").startswith("timed out after 1s; no outcome by its deadline")
+
+
+def test_a_link_run_outside_the_main_thread_times_out_too(chain_app, fake_clock):
+    """No signals outside the main thread: there the timeout is raised in the task's thread by a timer (at
+    its next Python instruction: here when its sleep, a single C call, returns)."""
+    import threading
+
+    from app.chain import link
+
+    schedule = make_schedule(fake_clock.now, task="builtin.sleep", interval_seconds=5, timeout_seconds=1,
+                             max_retries=1, trigger_payload={"seconds": 2})
+    nominal = fake_clock.set(next_due(chain_app))
+    outcome: list[str] = []
+
+    def run() -> None:
+        with chain_app.app_context():
+            outcome.append(link.run_link(schedule.id, 0, 0, 0, nominal.isoformat()))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(30)
+    assert outcome == [RunStatus.TIMED_OUT.value]
+    [run_row] = runs_of(schedule.id)
+    assert (run_row.status, run_row.error) == (RunStatus.TIMED_OUT.value, "timed out after 1s")
