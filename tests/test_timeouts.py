@@ -3,6 +3,8 @@ in-process RQ workers on fakeredis and a real redis-server, and worker.py proces
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -95,12 +97,23 @@ def workers(request: pytest.FixtureRequest, worker_env: dict[str, str], tmp_path
     started: list[Process] = []
     yield started
     for process in started:
-        process.stop(timeout=5)  # a worker stuck in a task is killed after 5 s
+        _shut_down(process)
     report = getattr(request.node, "report_call", None)
     if report is not None and report.failed:
         for process in started:
             print(f"----- {process.log_path.name} (last 40 lines)")
             print("\n".join(process.output().splitlines()[-40:]))
+
+
+def _shut_down(process: Process) -> None:
+    """RQ's warm shutdown, then its cold one (which takes a work horse down with the worker: a horse has a
+    process group of its own, so killing the worker alone would leave a stuck one running), then SIGKILL."""
+    for _ in range(2):
+        if process.alive():
+            process.popen.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.popen.wait(5)
+    process.stop(timeout=5)
 
 
 def _stuck_schedule() -> str:
