@@ -27,6 +27,7 @@ class Settings:
     RECUR_TASK_MODULES: list[str] = field(default_factory=list)
     RECUR_RECONCILE_SECONDS: float = 5.0
     RECUR_LEASE_SECONDS: float = 5.0
+    RECUR_TIMEOUT_GRACE_SECONDS: float = 5.0
     RECUR_MOVER_MAX_SLEEP: float = 0.2
     RECUR_LINK_RESULT_TTL: int = 300
     # A file to append a line to as each task body starts (app.tasks.execution_log); for checks, off by default.
@@ -43,6 +44,7 @@ class Settings:
             RECUR_TASK_MODULES=[m.strip() for m in modules.split(",") if m.strip()],
             RECUR_RECONCILE_SECONDS=_float("RECUR_RECONCILE_SECONDS", defaults.RECUR_RECONCILE_SECONDS),
             RECUR_LEASE_SECONDS=_float("RECUR_LEASE_SECONDS", defaults.RECUR_LEASE_SECONDS),
+            RECUR_TIMEOUT_GRACE_SECONDS=_float("RECUR_TIMEOUT_GRACE_SECONDS", defaults.RECUR_TIMEOUT_GRACE_SECONDS),
             RECUR_MOVER_MAX_SLEEP=_float("RECUR_MOVER_MAX_SLEEP", defaults.RECUR_MOVER_MAX_SLEEP),
             RECUR_LINK_RESULT_TTL=_int("RECUR_LINK_RESULT_TTL", defaults.RECUR_LINK_RESULT_TTL),
             RECUR_EXECUTION_LOG=os.environ.get("RECUR_EXECUTION_LOG") or None,

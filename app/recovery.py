@@ -86,7 +86,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         running = [r for r in rows if r.running_run_id is not None and not redis_was_emptied]
         for row, lease in zip(running, holders(redis, [r.id for r in running]), strict=True):
             if lease is None:
-                _write_off_if_lost(row.running_run_id, now, lease_grace, report)
+                _write_off_if_lost(row.running_run_id, row.timeout_seconds, now, lease_grace, report)
 
 
 def _repair_links(rows: list[Any], now: datetime, report: Report) -> None:
@@ -154,16 +154,25 @@ def _invalidate(schedule_id: str, revision: int, exc: Exception, now: datetime, 
         report.schedules_invalidated.append(schedule_id)
 
 
-def _write_off_if_lost(run_id: str, now: datetime, grace: timedelta, report: Report) -> None:
+def _write_off_if_lost(run_id: str, timeout_seconds: int, now: datetime, grace: timedelta, report: Report) -> None:
     run = db.session.get(Run, run_id, populate_existing=True)
     maybe_alive = run is None or run.status != RunStatus.RUNNING.value or now - run.started_at < grace
+    started_at = run.started_at if run is not None else now
     db.session.rollback()
     if maybe_alive:
         return
-    reason = "worker_lost: its worker stopped renewing the lease"
-    schedule = state.finish_run(run_id, RunStatus.FAILED, reason, now)
+    # A lease also lapses on purpose: its run is past its timeout plus the grace, with a task that would
+    # not stop (in a simple worker, nothing can kill it). Past that deadline the run timed out either way.
+    overran = now - started_at > timedelta(seconds=timeout_seconds + current_app.config["RECUR_TIMEOUT_GRACE_SECONDS"])
+    if overran:
+        status = RunStatus.TIMED_OUT
+        reason = (f"timed out after {timeout_seconds}s; no outcome by its deadline and its lease lapsed "
+                  "(the task did not stop, or its worker is gone)")
+    else:
+        status, reason = RunStatus.FAILED, "worker_lost: its worker stopped renewing the lease"
+    schedule = state.finish_run(run_id, status, reason, now)
     report.runs_written_off.append(run_id)
-    log.warning("recovery: run %s lost its worker; counted as a failure", run_id)
+    log.warning("recovery: run %s lost its worker or overran its deadline; counted as %s", run_id, status.value)
     if schedule is not None:
         hand_off(schedule)
         db.session.rollback()

@@ -23,6 +23,8 @@ from typing import Any
 # Outcomes written by someone other than the task runner: the reconciler (a lapsed lease) or the forking
 # worker (its work horse died). The attempt's body may have run to the end, or not at all.
 WRITE_OFF_PREFIXES = ("worker_lost", "work process")
+# The reconciler's write-off of a run past its timeout whose lease lapsed: its worker may be gone too.
+LAPSED_PAST_DEADLINE = "its lease lapsed"
 
 Attempt = tuple[str, int, int]  # (schedule id, repeat, retry)
 Outcome = tuple[str, str | None]  # (run status, error)
@@ -49,7 +51,9 @@ def parse(lines: Iterable[str]) -> list[Start]:
 
 def written_off(outcome: Outcome) -> bool:
     status, error = outcome
-    return status == "failed" and (error or "").startswith(WRITE_OFF_PREFIXES)
+    error = error or ""
+    return (status == "failed" and error.startswith(WRITE_OFF_PREFIXES)) or (
+        status == "timed_out" and LAPSED_PAST_DEADLINE in error)
 
 
 def classify(starts: Iterable[Start], runs: Mapping[Attempt, Outcome]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from app.tasks import TaskEvent, task
 
@@ -29,3 +30,49 @@ def record_key(event: TaskEvent) -> None:
         fh.write(f"{event['repeat_number']} {event['retry_number']} {event.get('idempotency_key')}\n")
     if event["retry_number"] < payload.get("failures", 0):
         raise RuntimeError("fails on purpose, to be retried")
+
+
+@task("tests.ignore_timeout")
+def ignore_timeout(event: TaskEvent) -> None:
+    """Ignores its timeout: catches whatever interrupts its sleep (BaseException included) and goes on.
+
+    Payload: `stuck_attempts` (attempts whose retry_number is below it ignore their timeout; later ones
+    return at once; default 1), `sleep` (seconds to sleep, then return; default an hour), `swallow` (how
+    many interruptions to ignore before letting one through; default all), `then` ("sleep", the
+    default: sleep again; or "return" right after ignoring one), `path` (a file that each
+    interruption's exception name is appended to).
+    """
+    payload = event["payload"] or {}
+    if event["retry_number"] >= payload.get("stuck_attempts", 1):
+        return
+    swallowed = 0
+    while True:
+        try:
+            time.sleep(payload.get("sleep", 3600))
+            return
+        except BaseException as exc:
+            if payload.get("path"):
+                with open(payload["path"], "a") as fh:
+                    fh.write(f"{type(exc).__name__}\n")
+            if swallowed >= payload.get("swallow", float("inf")):
+                raise
+            swallowed += 1
+            if payload.get("then") == "return":
+                return
+
+
+class TaskBaseError(BaseException):
+    """A BaseException of a task's own, outside the Exception hierarchy."""
+
+
+_BASE_EXCEPTIONS: dict[str, type[BaseException]] = {
+    "KeyboardInterrupt": KeyboardInterrupt, "SystemExit": SystemExit, "GeneratorExit": GeneratorExit,
+    "TaskBaseError": TaskBaseError,
+}
+
+
+@task("tests.raise_base")
+def raise_base(event: TaskEvent) -> None:
+    """Raises the BaseException named by the payload's `raise`, with the message `message`."""
+    payload = event["payload"] or {}
+    raise _BASE_EXCEPTIONS[payload["raise"]](payload.get("message", "raised by the task"))

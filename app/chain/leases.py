@@ -1,19 +1,21 @@
-"""A lease says "a run of this schedule is alive". A run whose lease lapsed lost its worker."""
+"""A lease says "a run of this schedule is alive". A run whose lease lapsed lost its worker, or ran past
+its deadline with a task that would not stop."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 from redis import Redis
 from redis.client import Pipeline
 from redis.exceptions import RedisError
 
-T = TypeVar("T")
+from app import clock
+
+log = logging.getLogger(__name__)
 
 
 def lease_key(schedule_id: str) -> str:
@@ -28,17 +30,24 @@ def holders(redis: Redis, schedule_ids: list[str]) -> list[str | None]:
 
 
 class Lease:
-    """Held by the process running a link, renewed every quarter-lease until released.
+    """Held by the process running a link, renewed every quarter-lease until released or until the run's
+    deadline (its timeout plus a grace) has passed: a run whose task will not stop then loses its lease,
+    and the reconciler writes it off.
 
-    Renewal re-creates the key if it vanished (a Redis flush), so a live run is not written off.
+    Every write is conditional on the key holding this run's token: renewal re-creates a vanished key (a
+    Redis flush: a live run is not written off) but never takes over another run's, and release deletes
+    only its own.
     """
 
-    def __init__(self, redis: Redis, schedule_id: str, run_id: str, ttl_seconds: float) -> None:
+    def __init__(self, redis: Redis, schedule_id: str, run_id: str, ttl_seconds: float,
+                 deadline: float | None = None) -> None:
         self._redis = redis
         self._key = lease_key(schedule_id)
         self._run_id = run_id
         self._ttl_ms = max(1000, int(ttl_seconds * 1000))
-        self._held = False
+        self._deadline = deadline  # on clock.monotonic(); None: renewed until released
+        self._held = False  # from taking the key until releasing it (or leaving it to another process)
+        self._renewing = True  # until the deadline passes or another run's token is found in the key
         self._lock = threading.Lock()  # a renewal never lands after the release
 
     @property
@@ -46,56 +55,18 @@ class Lease:
         return self._ttl_ms / 4000
 
     def acquire(self) -> str | None:
-        """Take the lease, unless another run holds it: then take nothing and return that run's ID.
-
-        One round trip: the overlap check and the taking are one script.
-        """
-        return self._taken_unless(self._redis.eval(_ACQUIRE, 1, self._key, self._run_id, self._ttl_ms))
-
-    def acquire_during(self, work: Callable[[], T]) -> tuple[T, str | None]:
-        """acquire(), with its round trip overlapping `work` (the claim's transaction): the script is sent,
-        `work` runs, then the answer is read. Returns work's result and the other holder, if any.
-
-        If `work` raises, a lease taken meanwhile is released. Taking the lease a moment before the run
-        it names exists is harmless: the reconciler only writes off runs whose lease is missing.
-        """
-        pool = self._redis.connection_pool
-        connection: Any = pool.get_connection()
-        try:
-            connection.send_command("EVAL", _ACQUIRE, 1, self._key, self._run_id, self._ttl_ms)
-        except RedisError:
-            connection.disconnect()
-            pool.release(connection)
-            result = work()
-            return result, self.acquire()  # with the client's own retries
-        try:
-            try:
-                result = work()
-            finally:
-                other = connection.read_response()
-        except BaseException:
-            connection.disconnect()  # its state is unknown: never hand it back half-read
-            pool.release(connection)
-            if not other:
-                with contextlib.suppress(RedisError):
-                    self._redis.eval(_RELEASE, 1, self._key, self._run_id)
-            raise
-        pool.release(connection)
-        return result, self._taken_unless(other)
-
-    def _taken_unless(self, other: object) -> str | None:
-        """From _ACQUIRE's answer: the other holder's run ID, or None after starting to renew ours."""
-        if other:
-            return other.decode() if isinstance(other, bytes) else str(other)
-        self._held = True
-        _renewer().add(self)
-        return None
+        """Take the lease, unless another run holds it: then take nothing and return that run's ID."""
+        other = self._take()
+        if other is None:
+            self._held = True
+            _renewer().add(self)
+        return other
 
     def __enter__(self) -> Lease:
-        """Renewed until the block ends (acquire() first, or entering takes the lease unconditionally)."""
+        """Renewed until the block ends (acquire() first, or entering takes the lease if it is free)."""
         if not self._held:
             self._held = True
-            self._renew()
+            self.renew_if_held()
             _renewer().add(self)
         return self
 
@@ -114,7 +85,7 @@ class Lease:
 
     def renew_here(self) -> None:
         """Renew from this process as well (a forked work horse: its parent's renewer thread is not here)."""
-        if self._held:
+        if self._held and self._renewing:
             _renewer().add(self)
 
     def forget(self) -> None:
@@ -129,13 +100,32 @@ class Lease:
         return was_held
 
     def renew_if_held(self) -> None:
+        """One renewal (the renewer thread's, every quarter-lease). Past the deadline, or once another run
+        holds the key, renewals stop for good; the release still runs (and deletes only our own key)."""
         with self._lock:
-            if self._held:
-                self._renew()
+            if not (self._held and self._renewing):
+                return
+            if self._deadline is not None and clock.monotonic() > self._deadline:
+                log.warning("run %s is past its timeout and grace: its lease is left to lapse", self._run_id)
+            else:
+                try:
+                    other = self._take()
+                except RedisError:  # a missed renewal is retried a quarter-lease later
+                    return
+                if other is None:
+                    return
+                log.warning("run %s was written off and run %s holds its schedule's lease: renewal stops",
+                            self._run_id, other)
+            self._renewing = False
+        _renewer().discard(self)
 
-    def _renew(self) -> None:
-        with contextlib.suppress(RedisError):  # a missed renewal is retried a quarter-lease later
-            self._redis.set(self._key, self._run_id, px=self._ttl_ms)
+    def _take(self) -> str | None:
+        """The one script that acquires and renews: set the key to our token, for a full lease, if it is
+        free or already ours; otherwise leave it and return the run ID it holds."""
+        other = self._redis.eval(_TAKE, 1, self._key, self._run_id, self._ttl_ms)
+        if not other:
+            return None
+        return other.decode() if isinstance(other, bytes) else str(other)
 
 
 class _Renewer:
@@ -188,7 +178,9 @@ def _renewer() -> _Renewer:
     return renewer
 
 
-_ACQUIRE = """
+# Acquiring and renewing are the same step: a run re-takes its lease every quarter-lease, and a key
+# that vanished (Redis flushed or restarted empty) is taken again, but another run's never is.
+_TAKE = """
 local current = redis.call('GET', KEYS[1])
 if current and current ~= ARGV[1] then
   return current

@@ -9,21 +9,19 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from flask import Flask, current_app, has_app_context
 from rq import get_current_job
-from rq.timeouts import JobTimeoutException, TimerDeathPenalty, UnixSignalDeathPenalty
+from rq.timeouts import JobTimeoutException
 
 from app import clock
 from app.chain import state
 from app.chain.handoff import hand_off
 from app.chain.leases import Lease
+from app.chain.timeouts import TaskTimer
 from app.extensions import db, get_redis
 from app.models import RunStatus
 from app.tasks import TaskEvent, execution_log, get_task, idempotency_key
@@ -70,11 +68,15 @@ class Prepared:
     claim: state.Claim
     lease: Lease
     event: TaskEvent
+    # On clock.monotonic(): the task's timeout plus the grace after the claim. Past it, a forking worker
+    # kills the work horse, and the lease is no longer renewed (so a task that cannot be killed, in a
+    # simple worker, gets its run written off by the reconciler).
+    deadline: float
 
 
 def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime,
             worker_name: str | None) -> Prepared | str:
-    """Wait for the nominal time if a little early, claim the tick, take the schedule's lease.
+    """Wait for the nominal time if a little early, claim the tick, then take the schedule's lease.
 
     Returns the claimed tick, or the outcome when there is nothing to run ("early", "stale", "skipped").
     """
@@ -87,15 +89,15 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
         time.sleep(early)
         now = clock.utcnow()
 
-    run_id = str(uuid.uuid4())
-    lease = Lease(get_redis(), schedule_id, run_id, current_app.config["RECUR_LEASE_SECONDS"])
-    claim, other = lease.acquire_during(
-        lambda: state.claim_tick(schedule_id, revision, repeat, retry, scheduled_for, now, worker_name, run_id)
-    )
+    # The fence first, then the lease: a copy of the link that loses the fence never touches the lease, so
+    # it cannot make the real link's run look like an overlap. (One round trip after the claim's commit.)
+    claim = state.claim_tick(schedule_id, revision, repeat, retry, scheduled_for, now, worker_name)
     if claim is None:
-        if other is None:  # taken for a run that was fenced out: give it back
-            lease.release_now()
         return "stale"
+    config = current_app.config
+    deadline = clock.monotonic() + claim.timeout_seconds + config["RECUR_TIMEOUT_GRACE_SECONDS"]
+    lease = Lease(get_redis(), schedule_id, claim.run_id, config["RECUR_LEASE_SECONDS"], deadline)
+    other = lease.acquire()
     if other is not None:
         # A run of this schedule that was written off is still alive: record this tick as skipped.
         skipped = state.finish_run(claim.run_id, RunStatus.SKIPPED, f"overlap: run {other} still running", now)
@@ -112,7 +114,7 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
         "payload": claim.payload if claim.payload is not None else {},
         "idempotency_key": idempotency_key(schedule_id, repeat),
     }
-    return Prepared(claim, lease, event)
+    return Prepared(claim, lease, event, deadline)
 
 
 def execute(prepared: Prepared) -> tuple[RunStatus, str | None]:
@@ -160,6 +162,12 @@ class Handed:
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         self._outcome: tuple[RunStatus, str | None] | None = None
+        self.overran = False  # the worker killed the horse at the deadline
+        self.death: str | None = None  # how the horse died, when it did
+
+    @property
+    def deadline(self) -> float | None:
+        return self.prepared.deadline if isinstance(self.prepared, Prepared) else None
 
     def run_in_horse(self) -> str:
         prepared = self.prepared
@@ -175,6 +183,16 @@ class Handed:
             os.write(self._write, json.dumps([status.value, error]).encode())
             prepared.lease.forget()  # the worker releases it once the outcome is recorded
         return status.value
+
+    def final_outcome(self) -> tuple[RunStatus, str | None]:
+        """In the worker, once the horse has exited: what it reported, or else how it ended."""
+        reported = self.outcome()
+        if reported is not None:
+            return reported
+        if self.overran and isinstance(self.prepared, Prepared):
+            stopped = "the task did not stop, so its work process was killed"
+            return RunStatus.TIMED_OUT, f"timed out after {self.prepared.claim.timeout_seconds}s; {stopped}"
+        return RunStatus.FAILED, self.death or "work process ended without reporting an outcome"
 
     def outcome(self) -> tuple[RunStatus, str | None] | None:
         """In the worker, once the horse has exited: what it reported, or None if it reported nothing."""
@@ -213,18 +231,27 @@ def handed_for(job_id: str) -> Handed | None:
 
 
 def execute_task(task_name: str, event: TaskEvent, timeout_seconds: int) -> tuple[RunStatus, str | None]:
-    """Run one attempt under its timeout; every way a task can fail becomes an outcome, never an exception."""
+    """Run one attempt under its timeout; every way a task can end becomes an outcome, never an exception.
+
+    A task that ran into its timeout is timed out, even if it caught the exception and returned. Whatever
+    else it raises, KeyboardInterrupt, SystemExit or any other BaseException included, fails the attempt
+    with that error; the worker goes on to its next job.
+    """
     fn = get_task(task_name)
     if fn is None:
         return RunStatus.FAILED, f"unknown task {task_name!r}"
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    penalty: Any = UnixSignalDeathPenalty if in_main_thread else TimerDeathPenalty
+    timer = TaskTimer(timeout_seconds)
+    error: str | None = None
     try:
-        with penalty(timeout_seconds, JobTimeoutException):
+        with timer:
             execution_log.record_start(event)  # a failure to write it fails the attempt before its body
             fn(event)
-    except JobTimeoutException:
+    except JobTimeoutException:  # RQ's own job timeout, the outer limit
         return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s"
-    except (Exception, SystemExit) as exc:  # a task's own failure, whatever it raised
-        return RunStatus.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
+    except BaseException as exc:  # a task's own failure, whatever it raised (TaskTimeout: see below)
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+    if timer.expired:
+        return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s"
+    if error is not None:
+        return RunStatus.FAILED, error
     return RunStatus.SUCCEEDED, None

@@ -244,15 +244,18 @@ def _finish(schedule: ScheduledJob, status: ScheduleStatus) -> None:
     schedule.next_run_at = None
 
 
-def write_off(schedule_id: str, repeat: int, retry: int, reason: str, now: datetime) -> ScheduledJob | None:
-    """Fail the running attempt of tick (repeat, retry) because the process running it is gone."""
+def write_off(schedule_id: str, repeat: int, retry: int, reason: str, now: datetime,
+              worker: str | None = None) -> ScheduledJob | None:
+    """Fail the running attempt of tick (repeat, retry) because the process running it is gone; with
+    `worker`, only if that worker claimed it (a copy of the link that lost the fence claimed nothing)."""
     schedule = db.session.get(ScheduledJob, schedule_id, populate_existing=True)
     run_id = schedule.running_run_id if schedule else None
     db.session.rollback()
     if run_id is None:
         return None
     run = db.session.get(Run, run_id)
-    matches = run is not None and run.repeat_number == repeat and run.retry_number == retry
+    matches = (run is not None and run.repeat_number == repeat and run.retry_number == retry
+               and (worker is None or run.worker == worker))
     db.session.rollback()
     if not matches:
         return None

@@ -5,7 +5,9 @@ attempt fails and the chain goes on."""
 from __future__ import annotations
 
 import logging
+import math
 import os
+import select
 import signal
 from datetime import datetime
 from typing import Any
@@ -19,24 +21,26 @@ from app.chain.handoff import hand_off
 from app.chain.ids import parse_link_id
 from app.chain.links import LINK_FUNC
 from app.extensions import db
-from app.models import RunStatus
 
 log = logging.getLogger(__name__)
 
 
 class RecurWorker(Worker):
+    _handed: link.Handed | None = None  # the link whose horse runs now, when this worker prepared it
+
     def execute_job(self, job: Any, queue: Any) -> None:
         """RQ's own execute_job (prepare the execution, fork, monitor, go idle), with the link's database
         and Redis work done here, on this process's warm connections, around the horse: a horse that had
         to open its own connections and fill its own caches spent most of its time doing so."""
         execution = self.prepare_execution(job)  # the worker is BUSY from here: a SIGTERM waits for the link
-        handed = self._prepare(job)
+        handed = self._handed = self._prepare(job)
         link.hand_to_horse(handed)
         try:
             self.fork_work_horse(job, queue)
             self.monitor_work_horse(job, queue, execution)
         finally:
             link.hand_to_horse(None)
+            self._handed = None
             if handed is not None:
                 self._complete(handed)
         self.set_state(WorkerStatus.IDLE)
@@ -62,15 +66,24 @@ class RecurWorker(Worker):
         try:
             if isinstance(prepared, str):
                 return
-            outcome = handed.outcome()
-            if outcome is None:  # the horse died (written off by handle_work_horse_killed) or failed to report
-                outcome = (RunStatus.FAILED, "work process ended without reporting an outcome")
-            link.complete(prepared, *outcome)  # a run already written off is left as it is
+            link.complete(prepared, *handed.final_outcome())  # a run already written off is left as it is
         except Exception:  # the lease lapses and the reconciler writes the run off
             log.exception("could not complete link %s", handed.job_id)
         finally:
             handed.close()
             db.session.remove()
+
+    def wait_for_horse(self) -> tuple[int | None, int | None, Any]:
+        """RQ's wait for the horse, cut short at the running link's deadline (its timeout plus the grace):
+        a horse still running then is killed, whatever its task did with the timeout exception, and the
+        attempt is recorded as timed out."""
+        handed = self._handed
+        deadline = handed.deadline if handed is not None else None
+        if handed is not None and deadline is not None and not _exits_before(self.horse_pid, deadline):
+            handed.overran = True
+            log.warning("link %s ran past its timeout and grace; killing its work horse", handed.job_id)
+            self.kill_horse()
+        return super().wait_for_horse()
 
     def setup_work_horse_signals(self) -> None:
         """A SIGTERM sent to the whole process group (systemd, Heroku, Ctrl-C in a shell) must not kill a
@@ -83,18 +96,37 @@ class RecurWorker(Worker):
         parsed = parse_link_id(job.id)
         if parsed is None:
             return
-        handed = link.handed_for(job.id)
-        if handed is not None and handed.outcome() is not None:
-            return  # it died after reporting (in RQ's own bookkeeping): _complete records what it reported
-        schedule_id, repeat, retry = parsed
         signal_note = f" by signal {os.WTERMSIG(ret_val)}" if ret_val and os.WIFSIGNALED(ret_val) else ""
         reason = f"work process died{signal_note} (exit status {ret_val})"
+        handed = link.handed_for(job.id)
+        if handed is not None:  # prepared here: _complete records the run it claimed, and only that one
+            handed.death = reason
+            return
+        schedule_id, repeat, retry = parsed
         db.session.remove()  # start from the database as the work horse left it
         try:
-            schedule = state.write_off(schedule_id, repeat, retry, reason, clock.utcnow())
+            # Only a run this worker's horse claimed: a horse that lost the fence must not end another's.
+            schedule = state.write_off(schedule_id, repeat, retry, reason, clock.utcnow(), worker=self.name)
             if schedule is not None:
                 hand_off(schedule)
         except Exception:  # the reconciler repairs what this could not
             log.exception("could not record the death of link %s", job.id)
         finally:
             db.session.remove()
+
+
+def _exits_before(pid: int, deadline: float) -> bool:
+    """Wait for the child `pid` to exit, at most until `deadline` (on clock.monotonic()); False if it is
+    still running then. Does not reap it. Where pidfds are missing (not Linux), waits without a limit:
+    RQ's own monitor then remains the only one."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return True
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        # poll() resumes after a signal whose handler returns; RQ's monitor alarm raises through it.
+        return bool(poller.poll(max(0, math.ceil((deadline - clock.monotonic()) * 1000))))
+    finally:
+        os.close(pidfd)

@@ -1,0 +1,78 @@
+"""Leases belong to their holder: only the run whose token a lease key holds renews or releases it (each
+test on fakeredis and a real redis-server). The renewer thread is kept out of the way with a long lease;
+the tests renew by hand, as its wake-ups would."""
+
+from __future__ import annotations
+
+import pytest
+
+from app import clock
+from app.chain import link
+from app.chain.leases import Lease, lease_key
+from app.extensions import db, get_redis
+from app.models import RunStatus
+from app.recovery import reconcile
+from tests.chain_driver import fresh, make_schedule, next_due, runs_of
+
+LONG_LEASE = 600
+
+
+def test_a_written_off_run_that_is_still_alive_leaves_the_live_runs_lease_alone(chain_app, fake_clock):
+    chain_app.config["RECUR_LEASE_SECONDS"] = LONG_LEASE
+    redis = get_redis(chain_app)
+    schedule = make_schedule(fake_clock.now, interval_seconds=10)
+    reconcile(fake_clock.now)  # Redis is known to hold its data from here on
+    due = fake_clock.set(next_due(chain_app))
+    stalled = link.prepare(schedule.id, 0, 0, 0, due, "stalled-worker")
+    assert isinstance(stalled, link.Prepared)
+    key = lease_key(schedule.id)
+    redis.delete(key)  # its worker stalled for longer than the lease: the key expired
+    fake_clock.advance(seconds=LONG_LEASE + 1)
+    assert reconcile(fake_clock.now).runs_written_off == [stalled.claim.run_id]
+    retry_at = fresh(schedule.id).next_run_at
+    db.session.rollback()
+    live = link.prepare(schedule.id, 0, 0, 1, fake_clock.set(retry_at), "live-worker")
+    assert isinstance(live, link.Prepared)
+    assert redis.get(key) == live.claim.run_id.encode()
+
+    # The stalled worker wakes up: its renewal, then its completion, leave the live run's lease alone.
+    stalled.lease.renew_if_held()
+    assert redis.get(key) == live.claim.run_id.encode()
+    assert link.complete(stalled, RunStatus.SUCCEEDED, None) == "succeeded"
+    assert redis.get(key) == live.claim.run_id.encode()
+    fake_clock.advance(seconds=LONG_LEASE + 1)
+    assert reconcile(fake_clock.now).runs_written_off == []  # the live run is not written off
+
+    link.complete(live, RunStatus.SUCCEEDED, None)
+    runs = runs_of(schedule.id)
+    assert [(r.retry_number, r.status) for r in runs] == [(0, "failed"), (1, "succeeded")]
+    assert runs[0].error.startswith("worker_lost")
+    assert not redis.exists(key)
+
+
+def test_a_live_run_re_creates_its_vanished_lease_until_its_deadline(chain_app, monkeypatch):
+    redis = get_redis(chain_app)
+    now = [100.0]
+    monkeypatch.setattr(clock, "monotonic", lambda: now[0])
+    lease = Lease(redis, "schedule", "run", LONG_LEASE, deadline=130.0)
+    assert lease.acquire() is None
+    redis.delete(lease_key("schedule"))  # Redis was flushed
+    lease.renew_if_held()
+    assert redis.get(lease_key("schedule")) == b"run"
+    now[0] = 131.0  # past the run's deadline (its timeout plus the grace): the lease is left to lapse
+    redis.delete(lease_key("schedule"))
+    lease.renew_if_held()
+    assert not redis.exists(lease_key("schedule"))
+    lease.release_now()
+
+
+@pytest.mark.parametrize("holder", [b"another-run", None])
+def test_release_deletes_only_its_own_key(chain_app, holder):
+    redis = get_redis(chain_app)
+    lease = Lease(redis, "schedule", "run", LONG_LEASE)
+    assert lease.acquire() is None
+    redis.delete(lease_key("schedule"))
+    if holder is not None:
+        redis.set(lease_key("schedule"), holder)
+    lease.release_now()
+    assert redis.get(lease_key("schedule")) == holder
