@@ -19,7 +19,8 @@ from app.chain import invalid, planning, state
 from app.chain.handoff import hand_off
 from app.chain.ids import link_id
 from app.chain.leases import holders
-from app.chain.links import pending_revisions, put_links
+from app.chain.links import put_links
+from app.chain.pending import QueuedIds, pending_revisions
 from app.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
 
@@ -56,6 +57,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
     queue = get_queue()
     redis_was_emptied = bool(redis.set(EPOCH_KEY, now.isoformat(), nx=True))
     lease_grace = timedelta(seconds=current_app.config["RECUR_LEASE_SECONDS"])
+    queued = QueuedIds(redis, queue)  # read at most once per pass, whatever the number of batches
     last_id = ""
     while True:
         rows = db.session.execute(
@@ -78,7 +80,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
 
         idle = [r for r in rows if r.running_run_id is None]
         ids = [link_id(r.id, r.current_repeat, r.current_retry) for r in idle]
-        revisions = pending_revisions(redis, queue, ids, now.timestamp())
+        revisions = pending_revisions(redis, queue, ids, now.timestamp(), queued)
         missing = [row for row, pending in zip(idle, revisions, strict=True) if pending != row.revision]
         if missing:
             _repair_links(missing, now, report)

@@ -12,11 +12,11 @@ from app.chain.links import (
     LINK_FUNC,
     LinkPlan,
     cancel_link,
-    pending_revisions,
     put_link,
     put_links,
 )
 from app.chain.mover import Mover
+from app.chain.pending import pending_revisions
 from app.extensions import get_queue, get_redis
 
 

@@ -1,7 +1,8 @@
-"""The Redis side of a chain: put a schedule's pending link into RQ, take it out, look for it.
+"""The Redis side of a chain: put a schedule's pending link into RQ, take it out.
 
-Links are ordinary RQ jobs in RQ's ScheduledJobRegistry and queue, visible to `rq info`.
-Functions that write accept an optional pipeline and only execute a pipeline they created.
+Links are ordinary RQ jobs in RQ's ScheduledJobRegistry and queue, visible to `rq info`
+(app.chain.pending looks for them). Functions that write accept an optional pipeline and only execute
+a pipeline they created.
 """
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from redis import Redis
 from redis.client import Pipeline
 from rq import Queue
 from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
-from rq.utils import now, utcformat, utcparse
+from rq.utils import now, utcformat
 
 from app.chain.ids import link_id
 
@@ -193,77 +193,3 @@ _CANCEL_LINK = _REMOVE_PENDING_LUA + """
 remove_pending(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
 return 0
 """
-
-
-# A link popped off the queue (or started) but not claimed within this long lost its worker on the way.
-IN_HAND_GRACE_SECONDS = 10.0
-
-
-def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float) -> list[int | None]:
-    """For each link ID, the revision of its pending copy in Redis, or None when there is none.
-
-    Pending means: scheduled (in the scheduled registry), queued (on the queue list), or taken by a
-    worker (RQ's intermediate queue, or started) less than IN_HAND_GRACE_SECONDS ago. A link a killed
-    worker took and never claimed is not pending: recovery re-creates it (and the fence keeps any
-    stray copy from running the tick twice).
-    """
-    entries: list[bytes] = []
-    for offset in range(0, len(job_ids), CHECK_BATCH):
-        chunk = job_ids[offset:offset + CHECK_BATCH]
-        entries += redis.eval(_PENDING_STATES, 1, scheduled_key(queue), Job.redis_job_namespace_prefix, *chunk)
-    out: list[int | None] = []
-    stale_queued: list[int] = []
-    descriptions: list[bytes] = []
-    for index, entry in enumerate(entries):
-        kind, stamp, description = entry.split(b"\n", 2) if entry else (b"", b"", b"")
-        descriptions.append(description)
-        revision = revision_of(description.decode() if description else None)
-        pending = kind == b"S" or (kind in (b"Q", b"T") and _recent(stamp or None, now))
-        out.append(revision if pending else None)
-        if kind == b"Q" and not pending:
-            stale_queued.append(index)
-    if stale_queued:
-        # A link queued long ago is still pending if it really is on the queue list (a backlog).
-        with redis.pipeline(transaction=False) as pipe:
-            for index in stale_queued:
-                pipe.lpos(queue.key, job_ids[index])
-            positions = pipe.execute()
-        for index, position in zip(stale_queued, positions, strict=True):
-            if position is not None:
-                description = descriptions[index]
-                out[index] = revision_of(description.decode() if description else None)
-    return out
-
-
-CHECK_BATCH = 1000
-# Per link ID, what recovery needs to know in one string: "" (nothing pending), or a kind (S scheduled and
-# in the registry, Q queued, T taken/started), the time it was queued or taken, and its description.
-_PENDING_STATES = r"""
-local prefix = ARGV[1]
-local out = {}
-for i = 2, #ARGV do
-  local id = ARGV[i]
-  local f = redis.call('HMGET', prefix .. id, 'status', 'description', 'enqueued_at', 'started_at')
-  local status, description = f[1], f[2] or ''
-  local entry = ''
-  if status == 'scheduled' then
-    if redis.call('ZSCORE', KEYS[1], id) then entry = 'S\n\n' .. description end
-  elseif status == 'queued' then
-    entry = 'Q\n' .. (f[3] or '') .. '\n' .. description
-  elseif status == 'started' then
-    entry = 'T\n' .. (f[4] or '') .. '\n' .. description
-  end
-  out[#out + 1] = entry
-end
-return out
-"""
-
-
-def _recent(stamp: bytes | None, now: float) -> bool:
-    if not stamp:
-        return False
-    try:
-        taken = utcparse(stamp.decode()).timestamp()
-    except ValueError:
-        return False
-    return now - taken < IN_HAND_GRACE_SECONDS

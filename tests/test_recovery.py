@@ -1,0 +1,41 @@
+"""A reconciler pass beside a backlog of queued links: linear in the links it checks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from redis import Redis
+
+from app import recovery
+from app.chain.ids import link_id
+from app.chain.mover import Mover
+from app.extensions import get_queue, get_redis
+from tests.chain_driver import make_schedule, next_due
+
+# Commands that read the queue list element by element (each one O(length of the queue)).
+_LIST_SCANS = ("lpos", "lrange", "lindex", "lrem")
+
+
+def _list_scans(redis: Redis) -> int:
+    stats = redis.info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in _LIST_SCANS)
+
+
+def test_a_pass_beside_a_backlog_reads_the_queue_once_not_once_per_link(real_app, fake_clock, monkeypatch):
+    monkeypatch.setattr(recovery, "BATCH", 10)  # several batches in one pass
+    made = [make_schedule(fake_clock.now, interval_seconds=60) for _ in range(25)]
+    redis, queue = get_redis(real_app), get_queue(real_app)
+    due = next_due(real_app) + timedelta(seconds=1)
+    assert Mover(redis, queue).move_due(due) == 25  # a backlog: every link queued, none taken yet
+    later = due + timedelta(seconds=60)  # queued long ago: only the queue itself says they are pending
+
+    redis.config_resetstat()
+    report = recovery.reconcile(later)
+    assert (report.checked, report.links_repaired) == (25, [])
+    assert _list_scans(redis) <= 1
+
+    # A queued link that is not on the queue any more (its worker took it and died) is re-created.
+    lost = link_id(made[3].id, 0, 0)
+    redis.lrem(queue.key, 0, lost)
+    assert recovery.reconcile(later).links_repaired == [lost]
+    assert recovery.reconcile(later).links_repaired == []
