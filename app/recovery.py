@@ -16,10 +16,9 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.chain import invalid, planning, state
-from app.chain.handoff import hand_off
+from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import holders
-from app.chain.links import put_links
 from app.chain.pending import QueuedIds, pending_revisions
 from app.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
@@ -120,11 +119,12 @@ def _repair_links(rows: list[Any], now: datetime, report: Report) -> None:
         _invalidate(schedule_id, revision, error, now, report)
     for schedule_id in unplanned:  # rare: plans the first tick, commits, hands off
         _repair_link(schedule_id, now, report)
-    put_links(get_queue(), plans, current_app.config["RECUR_LINK_RESULT_TTL"])
-    report.links_repaired.extend(plan.job_id for plan in plans)
-    if plans:
-        shown = ", ".join(plan.job_id for plan in plans[:3]) + (" ..." if len(plans) > 3 else "")
-        log.warning("recovery: re-created %d missing link(s): %s", len(plans), shown)
+    # A plan whose schedule moved on since the rows were read (a hand-off, a re-plan) is refused.
+    repaired = hand_off_plans(plans)
+    report.links_repaired.extend(repaired)
+    if repaired:
+        shown = ", ".join(repaired[:3]) + (" ..." if len(repaired) > 3 else "")
+        log.warning("recovery: re-created %d missing link(s): %s", len(repaired), shown)
 
 
 def _repair_link(schedule_id: str, now: datetime, report: Report) -> None:
