@@ -6,10 +6,12 @@ a scan can search, is read at most once per reconciler pass, and only if some li
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from redis import Redis
 from rq import Queue
 from rq.job import Job
-from rq.utils import utcparse
+from rq.utils import utcformat, utcparse
 
 from app.chain.links import revision_of, scheduled_key
 
@@ -62,10 +64,11 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
     for offset in range(0, len(job_ids), CHECK_BATCH):
         chunk = job_ids[offset:offset + CHECK_BATCH]
         entries += redis.eval(_PENDING_STATES, 1, scheduled_key(queue), Job.redis_job_namespace_prefix, *chunk)
+    cutoff = utcformat(datetime.fromtimestamp(now - IN_HAND_GRACE_SECONDS, UTC)).encode()
     out: list[int | None] = []
     for job_id, entry in zip(job_ids, entries, strict=True):
         kind, stamp, description = entry.split(b"\n", 2) if entry else (b"", b"", b"")
-        pending = kind == b"S" or (kind in (b"Q", b"T") and _recent(stamp or None, now))
+        pending = kind == b"S" or (kind in (b"Q", b"T") and _recent(stamp, cutoff))
         if kind == b"Q" and not pending:
             # Queued long ago: still pending if it really is on the queue list (a backlog).
             if queued is None:
@@ -99,11 +102,13 @@ return out
 """
 
 
-def _recent(stamp: bytes | None, now: float) -> bool:
-    if not stamp:
-        return False
+def _recent(stamp: bytes, cutoff: bytes) -> bool:
+    """Whether a queued or started time is later than `cutoff`. RQ writes them all in one fixed-width
+    format (utcformat), which sorts as the instants do: compared as bytes, not parsed (a pass beside
+    100,000 queued links parsed for 1.3 s); any other shape is parsed."""
+    if len(stamp) == len(cutoff):
+        return stamp > cutoff
     try:
-        taken = utcparse(stamp.decode()).timestamp()
+        return utcparse(stamp.decode()) > utcparse(cutoff.decode())
     except ValueError:
         return False
-    return now - taken < IN_HAND_GRACE_SECONDS
