@@ -150,6 +150,9 @@ local function head_of(heads, schedule)
     return nil
   end
   local rep, try = string.match(head, '^(%d+):(%d+)$')
+  if not rep then
+    return nil
+  end
   return {tonumber(rep), tonumber(try), 'sched-' .. schedule .. '-n' .. rep .. '-rc' .. try}
 end
 """
