@@ -7,8 +7,6 @@ import json
 import click
 from flask import Flask, current_app
 
-from app import clock
-
 
 def init_app(app: Flask) -> None:
     @app.cli.command("init-db")
@@ -21,7 +19,15 @@ def init_app(app: Flask) -> None:
 
     @app.cli.command("recover")
     def recover() -> None:
-        """Re-create every missing pending link and write off runs whose worker died (idempotent)."""
-        from app.recovery import reconcile
+        """Re-create every missing pending link and write off runs whose worker died (idempotent).
 
-        click.echo(json.dumps(reconcile(clock.utcnow()).as_dict()))
+        Runs under the reconcile lock the workers' passes take, so it never overlaps one; exits with
+        status 1, doing nothing, while another process holds it.
+        """
+        from app.background import RECONCILE_LOCK, reconcile_once
+
+        report = reconcile_once(current_app._get_current_object())  # type: ignore[attr-defined]
+        if report is None:
+            click.echo(f"another process is reconciling (it holds {RECONCILE_LOCK}); nothing was done", err=True)
+            raise click.exceptions.Exit(1)
+        click.echo(json.dumps(report))

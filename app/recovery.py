@@ -16,10 +16,10 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.chain import invalid, planning, state
-from app.chain.handoff import hand_off
+from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import holders
-from app.chain.links import pending_revisions, put_links
+from app.chain.pending import QueuedIds, pending_revisions
 from app.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
 
@@ -56,6 +56,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
     queue = get_queue()
     redis_was_emptied = bool(redis.set(EPOCH_KEY, now.isoformat(), nx=True))
     lease_grace = timedelta(seconds=current_app.config["RECUR_LEASE_SECONDS"])
+    queued = QueuedIds(redis, queue)  # read at most once per pass, whatever the number of batches
     last_id = ""
     while True:
         rows = db.session.execute(
@@ -78,7 +79,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
 
         idle = [r for r in rows if r.running_run_id is None]
         ids = [link_id(r.id, r.current_repeat, r.current_retry) for r in idle]
-        revisions = pending_revisions(redis, queue, ids, now.timestamp())
+        revisions = pending_revisions(redis, queue, ids, now.timestamp(), queued)
         missing = [row for row, pending in zip(idle, revisions, strict=True) if pending != row.revision]
         if missing:
             _repair_links(missing, now, report)
@@ -118,11 +119,12 @@ def _repair_links(rows: list[Any], now: datetime, report: Report) -> None:
         _invalidate(schedule_id, revision, error, now, report)
     for schedule_id in unplanned:  # rare: plans the first tick, commits, hands off
         _repair_link(schedule_id, now, report)
-    put_links(get_queue(), plans, current_app.config["RECUR_LINK_RESULT_TTL"])
-    report.links_repaired.extend(plan.job_id for plan in plans)
-    if plans:
-        shown = ", ".join(plan.job_id for plan in plans[:3]) + (" ..." if len(plans) > 3 else "")
-        log.warning("recovery: re-created %d missing link(s): %s", len(plans), shown)
+    # A plan whose schedule moved on since the rows were read (a hand-off, a re-plan) is refused.
+    repaired = hand_off_plans(plans)
+    report.links_repaired.extend(repaired)
+    if repaired:
+        shown = ", ".join(repaired[:3]) + (" ..." if len(repaired) > 3 else "")
+        log.warning("recovery: re-created %d missing link(s): %s", len(repaired), shown)
 
 
 def _repair_link(schedule_id: str, now: datetime, report: Report) -> None:

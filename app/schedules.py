@@ -112,6 +112,8 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
         schedule.revision += 1
     if columns and schedule.status == ScheduleStatus.INVALID.value:
         schedule.status = ScheduleStatus.ACTIVE.value  # a timing that builds again (_first checks) revives it
+    if replan and schedule.status == ScheduleStatus.ACTIVE.value and schedule.running_run_id is None:
+        _start_new_tick(schedule)
     if columns and schedule.status == ScheduleStatus.ACTIVE.value:
         schedule.next_run_at = _first(schedule, now)
     else:
@@ -144,6 +146,7 @@ def resume(schedule_id: str, now: datetime) -> ScheduledJob:
         raise Conflict(f"only a paused schedule can be resumed; this one is {schedule.status}")
     schedule.status = ScheduleStatus.ACTIVE.value
     schedule.revision += 1
+    _start_new_tick(schedule)
     if schedule.interval_seconds and not schedule.anchor_explicit:
         schedule.anchor_at = planning.default_anchor(schedule, now)
     schedule.next_run_at = _first(schedule, now)
@@ -188,6 +191,15 @@ def next_runs(schedule: ScheduledJob, now: datetime, count: int = 5) -> list[dat
     if first is None or count == 0:
         return []
     return [first, *timing.preview(planning.spec_of(schedule), first, count - 1)]
+
+
+def _start_new_tick(schedule: ScheduledJob) -> None:
+    """A re-plan of an idle schedule (and every resume) puts its link under a new ID: the pending tick
+    is abandoned, counted as consumed. A worker may have taken the old link and not claimed it yet (it
+    will be fenced out), and RQ's finishing write to the old link's hash must not land on the new one.
+    While a run is in flight, the run hands off its own successor under a new ID: nothing to do here."""
+    schedule.current_repeat += 1
+    schedule.current_retry = 0
 
 
 def _first(schedule: ScheduledJob, now: datetime) -> datetime:

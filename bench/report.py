@@ -102,6 +102,11 @@ def build_rows(results: dict[str, Any], cores: int) -> list[Row]:
                         "<= 20 s" if limit else "", None if limit is None or startup is None else startup <= limit)
             rows += row("4 scale", f"{label}: one reconciler pass", "s", _get(recur, "pass_seconds"),
                         [("floor: read rows + ZSCORE each", _get(recur, "pass_floor_seconds"))])
+            rows += row("4 scale", f"{label}: one pass beside {label} queued links", "s",
+                        _get(recur, "backlog_pass_seconds"),
+                        [("the same pass, none queued", _get(recur, "pass_seconds"))])
+            rows += row("4 scale", f"{label}: Redis CPU of that pass", "ms", _get(recur, "backlog_pass_redis_cpu_ms"),
+                        [("the same pass, none queued", _get(recur, "pass_redis_cpu_ms"))])
             per = _get(recur, "redis_bytes_per_schedule")
             rows += row("4 scale", f"{label}: Redis per active schedule", "B", per,
                         [("RQ: Redis per scheduled job", _get(rq, "redis_bytes_per_job"))],

@@ -85,7 +85,8 @@ def test_pause_resume_rules(app, client):
     _assert_error(client.post(f"/api/v1/schedules/{schedule_id}/pause/"), 400)
     resumed = client.post(f"/api/v1/schedules/{schedule_id}/resume/")
     assert resumed.status_code == 200 and resumed.json["status"] == "active"
-    assert scheduled_ids(app) == [link_id(schedule_id, 0, 0)]
+    assert resumed.json["current_repeat"] == 1  # a resume starts a new tick, under a new link ID
+    assert scheduled_ids(app) == [link_id(schedule_id, 1, 0)]
     _assert_error(client.post(f"/api/v1/schedules/{schedule_id}/resume/"), 400)
     _assert_error(client.post("/api/v1/schedules/nope/pause/"), 404)
 
@@ -96,7 +97,8 @@ def test_patch_replans_and_bumps_revision(app, client):
     assert patched.status_code == 200, patched.json
     assert patched.json["name"] == "renamed" and patched.json["revision"] == created["revision"] + 1
     assert patched.json["next_run_at"] < created["next_run_at"]
-    assert scheduled_ids(app) == [link_id(created["id"], 0, 0)]
+    assert patched.json["current_repeat"] == 1  # a re-plan starts a new tick, under a new link ID
+    assert scheduled_ids(app) == [link_id(created["id"], 1, 0)]
     _assert_error(client.patch(f"/api/v1/schedules/{created['id']}/", json={"interval_seconds": -5}), 422,
                   "interval_seconds")
     _assert_error(client.patch(f"/api/v1/schedules/{created['id']}/", json={"name": None}), 422, "name")

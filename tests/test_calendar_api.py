@@ -108,7 +108,7 @@ def test_patch_to_yearly_cron_leaves_no_run_next_minute(app, client, fake_clock)
     response = client.patch(f"/api/v1/schedules/{schedule.id}/", json={"cron": "0 0 1 1 *"})
     assert response.status_code == 200, response.json
     assert response.json["next_run_at"] == "2027-01-01T00:00:00Z"
-    assert scheduled_ids(app) == [link_id(schedule.id, 0, 0)]
+    assert scheduled_ids(app) == [link_id(schedule.id, 1, 0)]  # a re-plan starts a new tick
     assert next_due(app) == datetime(2027, 1, 1, tzinfo=UTC)
     # Nothing runs at 12:01, even if the old link had already reached a worker's hands.
     fake_clock.set(datetime(2026, 6, 1, 12, 1, 0, 500000, tzinfo=UTC))

@@ -9,7 +9,7 @@ from rq.job import Job
 
 from app.chain.ids import link_id
 from app.chain.leases import lease_key
-from app.chain.links import LinkPlan, put_link
+from app.chain.links import LINK_FUNC, LinkPlan, put_links
 from app.chain.mover import Mover
 from app.extensions import get_queue, get_redis
 from app.models import RunStatus, ScheduleStatus
@@ -92,10 +92,15 @@ def test_stale_link_with_old_id_changes_nothing(chain_app, fake_clock):
     step(chain_app, fake_clock)
     before = fresh(schedule.id)
     state_before = (before.current_repeat, before.run_count, before.next_run_at, before.revision)
-    # Enqueue by hand the link that already ran (n0-rc0), due now.
-    put_link(get_queue(chain_app), LinkPlan(schedule.id, before.revision, 0, 0, fake_clock.now.replace(microsecond=0),
-                                      fake_clock.now.replace(microsecond=0), 60), 60)
+    # A stray copy of the link that already ran (n0-rc0), queued by RQ's own enqueue (a put refuses it:
+    # the schedule's last put is n1).
+    stale = LinkPlan(schedule.id, before.revision, 0, 0, fake_clock.now, fake_clock.now, 60)
+    assert put_links(get_queue(chain_app), [stale], 60) == []
+    kwargs = {"schedule_id": schedule.id, "revision": before.revision, "repeat": 0, "retry": 0,
+              "scheduled_for": fake_clock.now.isoformat()}
+    stray = get_queue(chain_app).enqueue_call(LINK_FUNC, kwargs=kwargs, job_id=stale.job_id)
     run_due(chain_app, fake_clock.now)
+    assert stray.return_value(refresh=True) == "stale"  # it ran, and the fence made it do nothing
     after = fresh(schedule.id)
     assert (after.current_repeat, after.run_count, after.next_run_at, after.revision) == state_before
     assert len(runs_of(schedule.id)) == 1

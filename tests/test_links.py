@@ -8,15 +8,16 @@ from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 
 from app.chain.links import (
+    HEADS_KEY,
     HORSE_GRACE_SECONDS,
     LINK_FUNC,
     LinkPlan,
     cancel_link,
-    pending_revisions,
     put_link,
     put_links,
 )
 from app.chain.mover import Mover
+from app.chain.pending import pending_revisions
 from app.extensions import get_queue, get_redis
 
 
@@ -79,3 +80,81 @@ def test_a_queued_copy_leaves_the_queue_when_its_link_is_put_again_or_cancelled(
     registry = ScheduledJobRegistry(queue=queue)
     assert sorted(registry.get_job_ids()) == sorted([replanned.job_id, new.job_id])
     assert pending_revisions(redis, queue, [replanned.job_id], replanned.due_at.timestamp()) == [3]
+
+
+def _tick(repeat: int, retry: int, schedule_id: str = "0b7c2a64-3d2e-4f0e-9a55-3f1d2c3b4a59") -> LinkPlan:
+    due = datetime(2026, 3, 2, 12, 0, 10, tzinfo=UTC)
+    return LinkPlan(schedule_id, 2, repeat, retry, due, due, 30)
+
+
+def test_a_put_older_than_the_schedules_last_one_is_refused(real_app):
+    queue, redis = get_queue(real_app), get_redis(real_app)
+    registry = ScheduledJobRegistry(queue=queue)
+    assert put_links(queue, [_tick(5, 1)], 300) == [_tick(5, 1).job_id]
+    # A reconciler that read the row before the tick moved on: its put is refused, whatever its kind.
+    assert put_links(queue, [_tick(5, 0), _tick(4, 9)], 300) == []
+    assert registry.get_job_ids() == [_tick(5, 1).job_id]
+    assert not redis.exists(Job.key_for(_tick(5, 0).job_id))
+    # The same tick again is a repair of the same link: accepted.
+    assert put_links(queue, [_tick(5, 1)], 300) == [_tick(5, 1).job_id]
+    assert registry.get_job_ids() == [_tick(5, 1).job_id]
+
+
+def test_a_newer_put_takes_the_previous_pending_link_out(real_app):
+    queue, redis = get_queue(real_app), get_redis(real_app)
+    registry = ScheduledJobRegistry(queue=queue)
+    other = _tick(0, 0, "00000000-0000-0000-0000-000000000001")
+    put_links(queue, [_tick(5, 1), other], 300)
+    put_link(queue, _tick(6, 0), 300)  # scheduled copy of n5-rc1: out of the registry, hash deleted
+    assert sorted(registry.get_job_ids()) == sorted([_tick(6, 0).job_id, other.job_id])
+    assert not redis.exists(Job.key_for(_tick(5, 1).job_id))
+
+    Mover(redis, queue).move_due(_tick(6, 0).due_at)
+    put_link(queue, _tick(7, 0), 300)  # queued copy of n6: off the queue, hash deleted
+    assert queue.get_job_ids() == [other.job_id]
+    assert not redis.exists(Job.key_for(_tick(6, 0).job_id))
+
+    # A started copy (a worker runs it, RQ will write its end) keeps its hash; only its pending entries go.
+    redis.hset(Job.key_for(_tick(7, 0).job_id), "status", "started")
+    redis.zadd(registry.key, {_tick(7, 0).job_id: 1})
+    put_link(queue, _tick(7, 1), 300)
+    assert registry.get_job_ids() == [_tick(7, 1).job_id]
+    assert redis.hget(Job.key_for(_tick(7, 0).job_id), "status") == b"started"
+
+
+def test_cancel_takes_out_the_pending_link_and_forgets_the_schedule(real_app):
+    queue, redis = get_queue(real_app), get_redis(real_app)
+    registry = ScheduledJobRegistry(queue=queue)
+    put_link(queue, _tick(5, 0), 300)
+    # The row expects a later tick than the one put (that hand-off was lost): both go, and Redis holds
+    # nothing for the paused or deleted schedule.
+    cancel_link(queue, _tick(5, 1).job_id)
+    assert registry.get_job_ids() == []
+    assert not redis.exists(Job.key_for(_tick(5, 0).job_id))
+    assert not redis.hlen(HEADS_KEY)
+    # A pause's cancel that arrives after a resume put the next tick leaves that tick alone.
+    put_link(queue, _tick(6, 0), 300)
+    cancel_link(queue, _tick(5, 0).job_id)
+    assert registry.get_job_ids() == [_tick(6, 0).job_id]
+    assert put_links(queue, [_tick(5, 0)], 300) == []
+
+
+def test_only_the_hand_off_puts_or_cancels_links():
+    """Every path that puts a link (API, the link's own hand-off, recovery, write-offs) goes through
+    app.chain.handoff, where the rules of what may be put live."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "app"
+    writers = {"put_link", "put_links", "cancel_link"}
+    offenders = []
+    for path in root.rglob("*.py"):
+        if path.name in ("links.py", "handoff.py") and path.parent.name == "chain":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = {a.name for a in node.names} if isinstance(node, ast.ImportFrom) else set()
+            if isinstance(node, ast.Attribute) and node.attr in writers:
+                names.add(node.attr)
+            if names & writers:
+                offenders.append(f"{path.relative_to(root.parent)}: {sorted(names & writers)}")
+    assert offenders == []

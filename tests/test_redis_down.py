@@ -45,5 +45,5 @@ def test_calls_that_enqueue_get_503_and_leave_the_database_as_it_was(app, client
     client.post(f"/api/v1/schedules/{schedule.id}/resume/")
     reachable.flushall()
     report = reconcile(fake_clock.now)
-    assert report.links_repaired == [f"sched-{schedule.id}-n0-rc0"]
-    assert scheduled_ids(app) == [f"sched-{schedule.id}-n0-rc0"]
+    assert report.links_repaired == [f"sched-{schedule.id}-n1-rc0"]  # the resume started tick n1
+    assert scheduled_ids(app) == [f"sched-{schedule.id}-n1-rc0"]

@@ -1,4 +1,8 @@
-"""The one way a link gets into Redis: from a committed schedule row, never ahead of the database."""
+"""The one way a link gets into Redis: from a committed schedule row, never ahead of the database.
+
+Every path that puts a link comes here: the API (create, re-plan, resume), a link handing off its
+successor, a worker or the reconciler writing off a lost run, and the reconciler's repairs.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from redis.exceptions import RedisError
 from rq import Queue
 
 from app.chain.ids import link_id
-from app.chain.links import cancel_link, put_link
+from app.chain.links import LinkPlan, cancel_link, put_link, put_links
 from app.chain.planning import link_plan
 from app.extensions import get_queue
 from app.models import ScheduledJob, ScheduleStatus
@@ -19,21 +23,29 @@ log = logging.getLogger(__name__)
 
 
 def hand_off(schedule: ScheduledJob, queue: Queue | None = None, pipeline: Pipeline | None = None) -> str | None:
-    """Make the link this committed row expects the pending one; returns its ID, or None if none is due.
+    """Make the link this committed row expects the pending one; returns its ID, or None if none is due
+    (or a later tick of the schedule was put already: this row was read before it moved on).
 
     Nothing is enqueued while a run of the schedule is going: that run hands off its own successor,
-    and a link under the running one's ID would be overwritten by RQ's finishing write.
-    With `pipeline`, the writes join it and the caller executes it.
+    and a link under the running one's ID would be overwritten by RQ's finishing write. A row that
+    expects no link (paused, done, dead) leaves none pending, and Redis forgets its schedule.
+    With `pipeline`, the writes join it, the caller executes it, and the ID is returned as put.
     """
-    if (
-        schedule.status != ScheduleStatus.ACTIVE.value
-        or schedule.running_run_id is not None
-        or schedule.next_run_at is None
-    ):
+    queue = queue or get_queue()
+    if schedule.status != ScheduleStatus.ACTIVE.value:
+        cancel_link(queue, link_id(schedule.id, schedule.current_repeat, schedule.current_retry), pipeline)
+        return None
+    if schedule.running_run_id is not None or schedule.next_run_at is None:
         return None
     plan = link_plan(schedule)
-    put_link(queue or get_queue(), plan, current_app.config["RECUR_LINK_RESULT_TTL"], pipeline=pipeline)
-    return plan.job_id
+    put = put_link(queue, plan, current_app.config["RECUR_LINK_RESULT_TTL"], pipeline=pipeline)
+    return plan.job_id if put is not False else None
+
+
+def hand_off_plans(plans: list[LinkPlan], queue: Queue | None = None) -> list[str]:
+    """hand_off in bulk, for the reconciler: each plan made from an active, idle row it just read.
+    Returns the IDs put (a plan older than its schedule's last put is refused)."""
+    return put_links(queue or get_queue(), plans, current_app.config["RECUR_LINK_RESULT_TTL"])
 
 
 def withdraw(schedule: ScheduledJob, queue: Queue | None = None) -> None:

@@ -8,6 +8,7 @@ _LINK_ID = re.compile(r"^sched-(?P<schedule>[0-9a-f-]{36})-n(?P<repeat>\d+)-rc(?
 
 
 def link_id(schedule_id: str, repeat: int, retry: int) -> str:
+    """The ID of attempt `retry` of tick `repeat`. Also built in Lua by app.chain.links (a schedule's head)."""
     return f"sched-{schedule_id}-n{repeat}-rc{retry}"
 
 

@@ -1,7 +1,8 @@
-"""The Redis side of a chain: put a schedule's pending link into RQ, take it out, look for it.
+"""The Redis side of a chain: put a schedule's pending link into RQ, take it out.
 
-Links are ordinary RQ jobs in RQ's ScheduledJobRegistry and queue, visible to `rq info`.
-Functions that write accept an optional pipeline and only execute a pipeline they created.
+Links are ordinary RQ jobs in RQ's ScheduledJobRegistry and queue, visible to `rq info`. Only
+app.chain.handoff calls these: it knows which link a committed row expects. (app.chain.pending looks
+for links.) Functions that write accept an optional pipeline and only execute a pipeline they created.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from redis.client import Pipeline
 from rq import Queue
 from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
-from rq.utils import now, utcformat, utcparse
+from rq.utils import now, utcformat
 
-from app.chain.ids import link_id
+from app.chain.ids import link_id, parse_link_id
 
 LINK_FUNC = "app.chain.link.run_link"
 # RQ kills the work horse this long after the task's own timeout, if the task ignores it.
@@ -65,34 +66,48 @@ def scheduled_key(queue: Queue) -> str:
     return key
 
 
-def put_link(queue: Queue, plan: LinkPlan, result_ttl: int, pipeline: Pipeline | None = None) -> None:
-    """Schedule `plan` as the pending link, replacing any copy under the same ID that has not started."""
-    put_links(queue, [plan], result_ttl, pipeline)
+def put_link(queue: Queue, plan: LinkPlan, result_ttl: int, pipeline: Pipeline | None = None) -> bool | None:
+    """put_links for one plan: whether it was put, or None with `pipeline` (the answer comes with its results)."""
+    if pipeline is not None:
+        _put(pipeline, queue, [plan], result_ttl)
+        return None
+    return bool(put_links(queue, [plan], result_ttl))
 
 
-def put_links(queue: Queue, plans: list[LinkPlan], result_ttl: int, pipeline: Pipeline | None = None) -> None:
-    """Schedule each plan as its schedule's pending link, replacing any copy under the same ID that has
-    not started.
+def put_links(queue: Queue, plans: list[LinkPlan], result_ttl: int) -> list[str]:
+    """Make each plan its schedule's pending link; returns the IDs put.
+
+    A schedule's ticks (repeat, retry) only grow from one put to the next (a re-plan starts a new tick),
+    so Redis keeps the last tick put per schedule, its head. A plan older than the head is refused (it
+    was planned from a row read before the schedule moved on: a reconciler pass racing a hand-off or a
+    re-plan); a newer one takes the head's pending copy out. So a schedule never has two pending links,
+    and links planned under different revisions never share an ID, hence never share a job hash (RQ's
+    finishing write to a taken link's hash cannot overwrite its successor).
 
     One Lua script writes each batch: every link's replacement is atomic (a reader never sees the old and
     the new copy at once), and each link is the very hash RQ's own `Queue.schedule_job` writes (same
     fields, same encoding) in RQ's ScheduledJobRegistry: an ordinary RQ job, at a fraction of the cost of
     building an RQ Job object per link (recovery puts 100,000 of them at startup).
     """
-    if not plans:
-        return
+    put: list[str] = []
+    for offset in range(0, len(plans), PUT_BATCH):
+        batch = plans[offset:offset + PUT_BATCH]
+        flags = _put(queue.connection, queue, batch, result_ttl)
+        put += [plan.job_id for plan, flag in zip(batch, flags, strict=True) if flag]
+    return put
+
+
+def _put(client: Redis | Pipeline, queue: Queue, plans: list[LinkPlan], result_ttl: int) -> Any:
     template = _template(queue, result_ttl)
     created_at = utcformat(now())
-    client = pipeline if pipeline is not None else queue.connection
-    keys = [scheduled_key(queue), queue.key, Queue.redis_queues_keys]
-    for offset in range(0, len(plans), PUT_BATCH):
-        args: list[Any] = [Job.redis_job_namespace_prefix, len(template) // 2, *template]
-        for plan in plans[offset:offset + PUT_BATCH]:
-            args += [
-                plan.job_id, _score(plan.due_at), _job_data(queue, plan), plan.description,
-                plan.timeout_seconds + HORSE_GRACE_SECONDS, created_at,
-            ]
-        client.eval(_PUT_LINKS, len(keys), *keys, *args)
+    keys = [scheduled_key(queue), queue.key, Queue.redis_queues_keys, HEADS_KEY]
+    args: list[Any] = [Job.redis_job_namespace_prefix, len(template) // 2, *template]
+    for plan in plans:
+        args += [
+            plan.job_id, plan.schedule_id, plan.repeat, plan.retry, _score(plan.due_at), _job_data(queue, plan),
+            plan.description, plan.timeout_seconds + HORSE_GRACE_SECONDS, created_at,
+        ]
+    return client.eval(_PUT_LINKS, len(keys), *keys, *args)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -107,41 +122,68 @@ def _score(due_at: datetime) -> str:
 
 
 PUT_BATCH = 500
-# Both putting and cancelling take a link's pending copy out the same way: off the registry and the queue,
-# and its hash deleted only if not started (a started one keeps its hash so RQ can finish it cleanly).
-# The queue is a list, and LREM reads all of it: it is searched only when a copy of the link exists. A
-# successor's ID is new (no hash, so on no queue: RQ and the mover push only IDs whose hash they wrote),
-# and a hand-off during a backlog of N queued links then costs O(1), not O(N): with every schedule due at
-# once (a midnight cron on 100,000 schedules), each hand-off would otherwise scan the whole backlog.
+# Field: schedule ID; value: "repeat:retry" of the last link put for it. One hash field per schedule
+# costs far less memory than a key per schedule (a lost head, with a Redis flush, only lets recovery put
+# again what the database expects).
+HEADS_KEY = "recur:heads"
+# Both putting and cancelling take a link's pending copy out the same way: off the registry and, if
+# queued, off the queue, and its hash deleted only if pending (a taken one keeps its hash so that RQ can
+# finish it cleanly). The queue is a list, and LREM reads all of it: it is searched only for a link whose
+# hash says queued. A successor's ID is new (no hash), and the link it follows was taken (started, or
+# finished by RQ), so a hand-off during a backlog of N queued links costs O(1), not O(N): with every
+# schedule due at once (a midnight cron on 100,000 schedules), each hand-off would otherwise scan the
+# whole backlog. The head's link ID is rebuilt here in the format of app.chain.ids.link_id.
 _REMOVE_PENDING_LUA = """
 local function remove_pending(registry, queue, key, id)
   redis.call('ZREM', registry, id)
   local status = redis.call('HGET', key, 'status')
-  if not status then
-    return
+  if status == 'queued' then
+    redis.call('LREM', queue, 0, id)
   end
-  redis.call('LREM', queue, 0, id)
   if status == 'scheduled' or status == 'queued' then
     redis.call('DEL', key)
   end
 end
+local function head_of(heads, schedule)
+  local head = redis.call('HGET', heads, schedule)
+  if not head then
+    return nil
+  end
+  local rep, try = string.match(head, '^(%d+):(%d+)$')
+  if not rep then
+    return nil
+  end
+  return {tonumber(rep), tonumber(try), 'sched-' .. schedule .. '-n' .. rep .. '-rc' .. try}
+end
 """
-# Per link: id, score, data, description, timeout, created_at; before them the fields all links share.
+# Per link: id, schedule, repeat, retry, score, data, description, timeout, created_at; before them the
+# fields all links share. Returns 1 per link put, 0 per link refused.
 _PUT_LINKS = _REMOVE_PENDING_LUA + """
 local unpack = unpack or table.unpack
 local prefix, shared = ARGV[1], tonumber(ARGV[2])
 local common = {}
 for i = 1, 2 * shared do common[i] = ARGV[2 + i] end
-for i = 3 + 2 * shared, #ARGV, 6 do
-  local id = ARGV[i]
-  local key = prefix .. id
-  remove_pending(KEYS[1], KEYS[2], key, id)
-  redis.call('HSET', key, 'created_at', ARGV[i + 5], 'data', ARGV[i + 2], 'description', ARGV[i + 3],
-             'timeout', ARGV[i + 4], unpack(common))
-  redis.call('ZADD', KEYS[1], ARGV[i + 1], id)
+local out = {}
+for i = 3 + 2 * shared, #ARGV, 9 do
+  local id, schedule, rep, try = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  local head = head_of(KEYS[4], schedule)
+  if head and (rep < head[1] or (rep == head[1] and try < head[2])) then
+    out[#out + 1] = 0
+  else
+    if head and head[3] ~= id then
+      remove_pending(KEYS[1], KEYS[2], prefix .. head[3], head[3])
+    end
+    local key = prefix .. id
+    remove_pending(KEYS[1], KEYS[2], key, id)
+    redis.call('HSET', key, 'created_at', ARGV[i + 8], 'data', ARGV[i + 5], 'description', ARGV[i + 6],
+               'timeout', ARGV[i + 7], unpack(common))
+    redis.call('ZADD', KEYS[1], ARGV[i + 4], id)
+    redis.call('HSET', KEYS[4], schedule, ARGV[i + 2] .. ':' .. ARGV[i + 3])
+    out[#out + 1] = 1
+  end
 end
 redis.call('SADD', KEYS[3], KEYS[2])
-return 0
+return out
 """
 # Fields that differ from link to link; every other field of the hash is the same for all links.
 _PER_LINK = ("created_at", "data", "description", "timeout")
@@ -183,87 +225,27 @@ def _template(queue: Queue, result_ttl: int) -> list[Any]:
 
 
 def cancel_link(queue: Queue, job_id: str, pipeline: Pipeline | None = None) -> None:
-    """Take a pending (scheduled or queued) link out of Redis, atomically. A started link keeps running:
-    it is fenced."""
+    """Take a link's pending copy out of Redis, atomically; if no later tick of its schedule was put
+    since (a resume racing this pause), also the last one put, and forget the schedule's head.
+    A taken link keeps running: it is fenced."""
     client = pipeline if pipeline is not None else queue.connection
-    client.eval(_CANCEL_LINK, 3, scheduled_key(queue), queue.key, Job.key_for(job_id), job_id)
+    parsed = parse_link_id(job_id)
+    schedule, repeat, retry = parsed if parsed else ("", 0, 0)
+    client.eval(_CANCEL_LINK, 3, scheduled_key(queue), queue.key, HEADS_KEY, Job.redis_job_namespace_prefix,
+                job_id, schedule, repeat, retry)
 
 
 _CANCEL_LINK = _REMOVE_PENDING_LUA + """
-remove_pending(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
+local prefix, id, schedule, rep, try = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+remove_pending(KEYS[1], KEYS[2], prefix .. id, id)
+if schedule ~= '' then
+  local head = head_of(KEYS[3], schedule)
+  if head and (head[1] < rep or (head[1] == rep and head[2] <= try)) then
+    if head[3] ~= id then
+      remove_pending(KEYS[1], KEYS[2], prefix .. head[3], head[3])
+    end
+    redis.call('HDEL', KEYS[3], schedule)
+  end
+end
 return 0
 """
-
-
-# A link popped off the queue (or started) but not claimed within this long lost its worker on the way.
-IN_HAND_GRACE_SECONDS = 10.0
-
-
-def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float) -> list[int | None]:
-    """For each link ID, the revision of its pending copy in Redis, or None when there is none.
-
-    Pending means: scheduled (in the scheduled registry), queued (on the queue list), or taken by a
-    worker (RQ's intermediate queue, or started) less than IN_HAND_GRACE_SECONDS ago. A link a killed
-    worker took and never claimed is not pending: recovery re-creates it (and the fence keeps any
-    stray copy from running the tick twice).
-    """
-    entries: list[bytes] = []
-    for offset in range(0, len(job_ids), CHECK_BATCH):
-        chunk = job_ids[offset:offset + CHECK_BATCH]
-        entries += redis.eval(_PENDING_STATES, 1, scheduled_key(queue), Job.redis_job_namespace_prefix, *chunk)
-    out: list[int | None] = []
-    stale_queued: list[int] = []
-    descriptions: list[bytes] = []
-    for index, entry in enumerate(entries):
-        kind, stamp, description = entry.split(b"\n", 2) if entry else (b"", b"", b"")
-        descriptions.append(description)
-        revision = revision_of(description.decode() if description else None)
-        pending = kind == b"S" or (kind in (b"Q", b"T") and _recent(stamp or None, now))
-        out.append(revision if pending else None)
-        if kind == b"Q" and not pending:
-            stale_queued.append(index)
-    if stale_queued:
-        # A link queued long ago is still pending if it really is on the queue list (a backlog).
-        with redis.pipeline(transaction=False) as pipe:
-            for index in stale_queued:
-                pipe.lpos(queue.key, job_ids[index])
-            positions = pipe.execute()
-        for index, position in zip(stale_queued, positions, strict=True):
-            if position is not None:
-                description = descriptions[index]
-                out[index] = revision_of(description.decode() if description else None)
-    return out
-
-
-CHECK_BATCH = 1000
-# Per link ID, what recovery needs to know in one string: "" (nothing pending), or a kind (S scheduled and
-# in the registry, Q queued, T taken/started), the time it was queued or taken, and its description.
-_PENDING_STATES = r"""
-local prefix = ARGV[1]
-local out = {}
-for i = 2, #ARGV do
-  local id = ARGV[i]
-  local f = redis.call('HMGET', prefix .. id, 'status', 'description', 'enqueued_at', 'started_at')
-  local status, description = f[1], f[2] or ''
-  local entry = ''
-  if status == 'scheduled' then
-    if redis.call('ZSCORE', KEYS[1], id) then entry = 'S\n\n' .. description end
-  elseif status == 'queued' then
-    entry = 'Q\n' .. (f[3] or '') .. '\n' .. description
-  elseif status == 'started' then
-    entry = 'T\n' .. (f[4] or '') .. '\n' .. description
-  end
-  out[#out + 1] = entry
-end
-return out
-"""
-
-
-def _recent(stamp: bytes | None, now: float) -> bool:
-    if not stamp:
-        return False
-    try:
-        taken = utcparse(stamp.decode()).timestamp()
-    except ValueError:
-        return False
-    return now - taken < IN_HAND_GRACE_SECONDS
