@@ -22,17 +22,20 @@ Instants in and out are timezone-aware; outputs are UTC, to the millisecond
 """
 from __future__ import annotations
 
-from .build import build_spec
+from .build import MAX_JITTER_SECONDS, build_spec
 from .delays import jitter_delay, retry_delay
 from .errors import TimingError
 from .every import parse_every
 from .instants import EARLIEST, LATEST, supported, to_utc
+from .interval import MAX_INTERVAL_SECONDS
 from .oneshot import validate_not_past
 from .spec import MAX_RULED_OUT, Spec, preview
 
 __all__ = [
     "EARLIEST",
     "LATEST",
+    "MAX_INTERVAL_SECONDS",
+    "MAX_JITTER_SECONDS",
     "MAX_RULED_OUT",
     "Spec",
     "TimingError",
