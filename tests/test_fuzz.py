@@ -226,7 +226,9 @@ class Failures:
 
     def report(self) -> str:
         by_kind = Counter((route, status, thrown) for route, status, thrown, _ in self.items)
-        lines = [f"{len(self.items)} of {self.requests} requests broke the contract:"]
+        by_status = Counter(status for (_, status), n in self.statuses.items() for _ in range(n))
+        lines = [f"{len(self.items)} of {self.requests} requests broke the contract "
+                 f"(all responses by status: {dict(sorted(by_status.items()))}):"]
         lines += [f"  {n:5d}  {status} {route}  {thrown}" for (route, status, thrown), n in by_kind.most_common()]
         seen: set[tuple[str, str]] = set()
         for route, _, thrown, sent in self.items:
