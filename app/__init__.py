@@ -23,6 +23,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
             app.config["SQLALCHEMY_DATABASE_URI"] = Settings(DATABASE_URL=config["DATABASE_URL"]).as_flask_config()[
                 "SQLALCHEMY_DATABASE_URI"
             ]
+        if "RECUR_MAX_BODY_BYTES" in config and "MAX_CONTENT_LENGTH" not in config:
+            app.config["MAX_CONTENT_LENGTH"] = config["RECUR_MAX_BODY_BYTES"]  # Flask's name for the 413 limit
     app.json.sort_keys = False  # type: ignore[attr-defined]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 

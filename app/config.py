@@ -32,6 +32,10 @@ class Settings:
     RECUR_LINK_RESULT_TTL: int = 300
     # A file to append a line to as each task body starts (app.tasks.execution_log); for checks, off by default.
     RECUR_EXECUTION_LOG: str | None = None
+    # Request limits: a larger body is refused with 413 before it is parsed; a schedule's trigger_payload,
+    # stored in every schedule row and handed to every run, has a limit of its own (422 beyond it).
+    RECUR_MAX_BODY_BYTES: int = 1024 * 1024
+    RECUR_MAX_PAYLOAD_BYTES: int = 64 * 1024
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -48,6 +52,8 @@ class Settings:
             RECUR_MOVER_MAX_SLEEP=_float("RECUR_MOVER_MAX_SLEEP", defaults.RECUR_MOVER_MAX_SLEEP),
             RECUR_LINK_RESULT_TTL=_int("RECUR_LINK_RESULT_TTL", defaults.RECUR_LINK_RESULT_TTL),
             RECUR_EXECUTION_LOG=os.environ.get("RECUR_EXECUTION_LOG") or None,
+            RECUR_MAX_BODY_BYTES=_int("RECUR_MAX_BODY_BYTES", defaults.RECUR_MAX_BODY_BYTES),
+            RECUR_MAX_PAYLOAD_BYTES=_int("RECUR_MAX_PAYLOAD_BYTES", defaults.RECUR_MAX_PAYLOAD_BYTES),
         )
 
     def as_flask_config(self) -> dict[str, object]:
@@ -56,4 +62,4 @@ class Settings:
             url = "postgresql://" + url[len("postgres://"):]
         if url.startswith("postgresql://"):
             url = "postgresql+psycopg://" + url[len("postgresql://"):]
-        return {**self.__dict__, "SQLALCHEMY_DATABASE_URI": url}
+        return {**self.__dict__, "SQLALCHEMY_DATABASE_URI": url, "MAX_CONTENT_LENGTH": self.RECUR_MAX_BODY_BYTES}

@@ -15,6 +15,7 @@ from app.extensions import db, get_redis
 from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
 
 # Request fields that set the timing columns, and the columns they set.
+_KINDS = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
 _KIND_COLUMNS = ("interval_seconds", "cron", "rrule", "at")
 _CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between", "not_on", "jitter_seconds")
 _PLAIN_COLUMNS = (
@@ -37,8 +38,7 @@ class Invalid(Exception):
 
 def timing_columns(data: dict[str, Any], now: datetime) -> dict[str, Any]:
     """Turn request timing fields into column values: `every` -> interval, `after_seconds` -> `at`."""
-    kinds = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
-    given = [k for k in kinds if data.get(k) is not None]
+    given = [k for k in _KINDS if data.get(k) is not None]
     out: dict[str, Any] = {}
     if given:
         if len(given) > 1:
@@ -95,6 +95,7 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
 
 
 def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJob:
+    _refuse_null_timing(data)
     schedule = _locked(schedule_id)
     if "workflow_id" in data:
         _require_workflow(data["workflow_id"])
@@ -107,6 +108,8 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
     if "anchor_at" in columns and columns["anchor_at"] is None:
         schedule.anchor_at = planning.default_anchor(schedule, now)
     _defaults(schedule)
+    if "total_repeats" in data and _repeats_used_up(schedule):
+        return _finish_by_patch(schedule, now)
     replan = bool(columns) or "timeout_seconds" in data
     if replan:
         schedule.revision += 1
@@ -124,6 +127,33 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
     db.session.commit()
     if replan:
         hand_off_or_leave_to_recovery(schedule)
+    return schedule
+
+
+def _refuse_null_timing(data: dict[str, Any]) -> None:
+    """A PATCH names the timing it switches to; null would mean "no timing", which no schedule can have."""
+    nulls = [kind for kind in _KINDS if kind in data and data[kind] is None]
+    if nulls:
+        raise Invalid({kind: ["may not be null: to change the timing, give the new one (e.g. cron) alone"]
+                       for kind in nulls})
+
+
+def _repeats_used_up(schedule: ScheduledJob) -> bool:
+    """Whether a total_repeats just set leaves no run: at or below the runs already made (0 is no limit)."""
+    live = schedule.status in (ScheduleStatus.ACTIVE.value, ScheduleStatus.PAUSED.value)
+    return live and 0 < schedule.total_repeats <= schedule.run_count
+
+
+def _finish_by_patch(schedule: ScheduledJob, now: datetime) -> ScheduledJob:
+    """total_repeats lowered to the runs already made: done now, not after one run more. The revision bump
+    fences the pending link, and withdrawing it keeps Redis tidy."""
+    _validate_spec(schedule)
+    schedule.status = ScheduleStatus.DONE.value
+    schedule.next_run_at = None
+    schedule.revision += 1
+    schedule.updated_at = now
+    db.session.commit()
+    withdraw(schedule)
     return schedule
 
 

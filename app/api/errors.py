@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, current_app, jsonify
 from redis.exceptions import RedisError
 from sqlalchemy.exc import OperationalError
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from app.extensions import db
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +31,9 @@ def validation_error(errors: dict[str, Any], message: str = "The request body is
 
 
 def not_found(what: str, ident: object) -> ApiError:
-    return ApiError(404, "not_found", f"{what} {ident} does not exist.")
+    shown = str(ident)
+    shown = shown if len(shown) <= 100 else shown[:97] + "..."
+    return ApiError(404, "not_found", f"{what} {shown} does not exist.")
 
 
 def error_body(status: int, code: str, message: str, errors: dict[str, list[str]] | None = None) -> Response:
@@ -60,6 +64,12 @@ def init_app(app: Flask) -> None:
     def _api_error(exc: ApiError) -> Response:
         return error_body(exc.status, exc.code, exc.message, exc.errors)
 
+    @app.errorhandler(RequestEntityTooLarge)
+    def _too_large(exc: RequestEntityTooLarge) -> Response:
+        limit = current_app.config.get("MAX_CONTENT_LENGTH")
+        return error_body(413, "request_entity_too_large",
+                          f"The request body is larger than the limit of {limit} bytes (RECUR_MAX_BODY_BYTES).")
+
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:
         code = (exc.name or "error").lower().replace(" ", "_")
@@ -78,4 +88,13 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:
         log.exception("unhandled error")
+        _end_transaction()
         return error_body(500, "internal_error", "An unexpected error occurred.")
+
+
+def _end_transaction() -> None:
+    """A failed flush leaves the session unusable until rolled back: never let it outlive the request."""
+    try:
+        db.session.rollback()
+    except Exception:  # the session may be beyond a rollback too; the app context's teardown removes it
+        log.warning("could not roll back the session after an unhandled error", exc_info=True)

@@ -1,21 +1,56 @@
-"""Request validation (marshmallow) and response shapes."""
+"""Request validation (marshmallow) and response shapes.
+
+Every integer has a maximum that the databases (INTEGER: 2^31-1), signal.alarm and the time arithmetic
+accept; every instant lies in the supported range of app.timing ([1970-01-01, 3000-01-01) UTC).
+"""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
+from flask import current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from app import timing
 from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
 
+# The documented maxima (README). INT_MAX is PostgreSQL's INTEGER, the type of every integer column.
+INT_MAX = 2**31 - 1
+MAX_TIMEOUT_SECONDS = 7 * 86400  # a week: far below signal.alarm's and RQ's limits
+MAX_RETRIES = 1000
+MAX_AFTER_SECONDS = timing.MAX_INTERVAL_SECONDS  # ten years, like the longest interval
+MAX_OFFSET = INT_MAX
 
-def _int(minimum: int, **kwargs: Any) -> fields.Integer:
-    return fields.Integer(strict=True, validate=validate.Range(min=minimum), **kwargs)
+
+def _int(minimum: int, maximum: int, **kwargs: Any) -> fields.Integer:
+    return fields.Integer(strict=True, validate=validate.Range(min=minimum, max=maximum), **kwargs)
 
 
-def _instant(**kwargs: Any) -> fields.AwareDateTime:
-    return fields.AwareDateTime(default_timezone=UTC, **kwargs)
+class Instant(fields.AwareDateTime):
+    """An ISO 8601 date-time (UTC when it has no offset) inside the supported range, checked in UTC so
+    that an offset cannot push it out of the calendar (0001-01-01T00:00+01:00, 9999-12-31T23:00-14:00)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
+        parsed: datetime = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            timing.supported(parsed, attr or "instant")
+        except timing.TimingError as exc:
+            raise ValidationError(exc.message) from None
+        return parsed  # as given: callers round up to whole seconds (never early), not down to milliseconds
+
+
+def _instant(**kwargs: Any) -> Instant:
+    return Instant(default_timezone=UTC, **kwargs)
+
+
+def _payload_size(value: Any) -> None:
+    """trigger_payload is stored in the schedule's row and handed to every run: keep it small."""
+    limit = current_app.config["RECUR_MAX_PAYLOAD_BYTES"]
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > limit:
+        raise ValidationError(f"is {size} bytes as JSON; at most {limit} bytes allowed (RECUR_MAX_PAYLOAD_BYTES)")
 
 
 class WorkflowIn(Schema):
@@ -32,20 +67,21 @@ class TimingIn(Schema):
     class Meta:
         unknown = RAISE
 
-    interval_seconds = _int(1, allow_none=True)
-    every = fields.String(allow_none=True)
+    # null for a kind means "not given" when creating; a PATCH refuses it (app.schedules.update)
+    interval_seconds = _int(1, timing.MAX_INTERVAL_SECONDS, allow_none=True)
+    every = fields.String(allow_none=True, validate=validate.Length(min=1, max=64))
     cron = fields.String(allow_none=True, validate=validate.Length(min=1, max=200))
     day_or = fields.Boolean()
     rrule = fields.String(allow_none=True, validate=validate.Length(min=1, max=6500))
     at = _instant(allow_none=True)
-    after_seconds = _int(1, allow_none=True)
+    after_seconds = _int(1, MAX_AFTER_SECONDS, allow_none=True)
     anchor_date = _instant(allow_none=True)
     timezone = fields.String(validate=validate.Length(min=1, max=64))
     start_at = _instant(allow_none=True)
     end_at = _instant(allow_none=True)
-    only_between = fields.String(allow_none=True)
-    not_on = fields.List(fields.Raw(), allow_none=True)
-    jitter_seconds = _int(0)
+    only_between = fields.String(allow_none=True, validate=validate.Length(max=32))  # its column's width
+    not_on = fields.List(fields.Raw(), allow_none=True, validate=validate.Length(max=14))
+    jitter_seconds = _int(0, timing.MAX_JITTER_SECONDS)
 
     @validates_schema
     def _window(self, data: dict[str, Any], **_: Any) -> None:
@@ -59,12 +95,12 @@ class ScheduleIn(TimingIn):
 
     name = fields.String(required=True, validate=validate.Length(min=1, max=200))
     description = fields.String(allow_none=True, validate=validate.Length(max=10_000))
-    workflow_id = _int(1, required=True)
+    workflow_id = _int(1, INT_MAX, required=True)
     trigger_node_id = fields.String(allow_none=True, validate=validate.Length(max=200))
-    total_repeats = _int(0)
-    max_retries = _int(0)
-    timeout_seconds = _int(1)
-    trigger_payload = fields.Raw(allow_none=True)
+    total_repeats = _int(0, INT_MAX)  # 0: no limit
+    max_retries = _int(0, MAX_RETRIES)
+    timeout_seconds = _int(1, MAX_TIMEOUT_SECONDS)
+    trigger_payload = fields.Raw(allow_none=True, validate=_payload_size)
 
 
 class PreviewIn(TimingIn):
@@ -83,12 +119,12 @@ class PageIn(Schema):
         unknown = RAISE
 
     limit = fields.Integer(validate=validate.Range(min=1, max=1000), load_default=50)
-    offset = fields.Integer(validate=validate.Range(min=0), load_default=0)
+    offset = fields.Integer(validate=validate.Range(min=0, max=MAX_OFFSET), load_default=0)
 
 
 class ScheduleListIn(PageIn):
     status = fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus]))
-    workflow_id = fields.Integer(validate=validate.Range(min=1))
+    workflow_id = fields.Integer(validate=validate.Range(min=1, max=INT_MAX))
 
 
 def iso(instant: datetime | None) -> str | None:

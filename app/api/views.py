@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
@@ -12,8 +13,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import clock, schedules
+from app.api import bodies
 from app.api.errors import ApiError, not_found, validation_error
 from app.api.schemas import (
+    INT_MAX,
     BatchDeleteIn,
     PageIn,
     PreviewIn,
@@ -41,9 +44,7 @@ def _schema(cls: type[Schema]) -> Schema:
 
 
 def _body(schema: Schema, partial: bool = False) -> dict[str, Any]:
-    payload = request.get_json(silent=True)
-    if not isinstance(payload, dict):
-        raise ApiError(400, "bad_request", "The body must be a JSON object (Content-Type: application/json).")
+    payload = bodies.json_object()
     try:
         data: dict[str, Any] = schema.load(payload, partial=partial)
     except ValidationError as exc:
@@ -68,8 +69,23 @@ def _created(body: dict[str, Any]) -> tuple[Response, int]:
     return jsonify(body), 201
 
 
+# Schedule IDs are lower-case UUIDs; anything else (a NUL, 5,000 characters) names no schedule, and is
+# never sent to the database, which may refuse it (PostgreSQL refuses NUL in text).
+_SCHEDULE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _is_schedule_id(text: str) -> bool:
+    return _SCHEDULE_ID.fullmatch(text) is not None
+
+
+def _known_shape(schedule_id: str) -> str:
+    if not _is_schedule_id(schedule_id):
+        raise not_found("schedule", schedule_id)
+    return schedule_id
+
+
 def _schedule_or_404(schedule_id: str) -> ScheduledJob:
-    schedule = db.session.get(ScheduledJob, schedule_id)
+    schedule = db.session.get(ScheduledJob, _known_shape(schedule_id))
     if schedule is None:
         raise not_found("schedule", schedule_id)
     return schedule
@@ -78,13 +94,11 @@ def _schedule_or_404(schedule_id: str) -> ScheduledJob:
 def _schedule_body(schedule: ScheduledJob) -> dict[str, Any]:
     now = clock.utcnow()
     try:
-        spec = planning.spec_of(schedule)
-    except Exception:  # a stored timing that no longer builds (app.chain.invalid): shown with its reason
-        return schedule_out(schedule, {"timing_description": None, "next_runs": []})
-    return schedule_out(
-        schedule,
-        {"timing_description": spec.describe(), "next_runs": [iso(t) for t in schedules.next_runs(schedule, now)]},
-    )
+        description = planning.spec_of(schedule).describe()
+        upcoming = [iso(t) for t in schedules.next_runs(schedule, now)]
+    except Exception as exc:  # a row stored before today's checks, or one made invalid: show it, never fail the read
+        description, upcoming = f"invalid timing: {exc}", []
+    return schedule_out(schedule, {"timing_description": description, "next_runs": upcoming})
 
 
 def _service(call: Any, *args: Any) -> ScheduledJob:
@@ -144,19 +158,22 @@ def list_workflows() -> Response:
     return jsonify({"items": [workflow_out(w) for w in rows], "total": total})
 
 
-@api.get("/workflows/<int:workflow_id>/")
-def get_workflow(workflow_id: int) -> Response:
-    workflow = db.session.get(Workflow, workflow_id)
+def _workflow_or_404(workflow_id: int) -> Workflow:
+    # IDs beyond INTEGER's range name no workflow, and the databases refuse to compare with them
+    workflow = db.session.get(Workflow, workflow_id) if workflow_id <= INT_MAX else None
     if workflow is None:
         raise not_found("workflow", workflow_id)
-    return jsonify(workflow_out(workflow))
+    return workflow
+
+
+@api.get("/workflows/<int:workflow_id>/")
+def get_workflow(workflow_id: int) -> Response:
+    return jsonify(workflow_out(_workflow_or_404(workflow_id)))
 
 
 @api.delete("/workflows/<int:workflow_id>/")
 def delete_workflow(workflow_id: int) -> tuple[str, int]:
-    workflow = db.session.get(Workflow, workflow_id)
-    if workflow is None:
-        raise not_found("workflow", workflow_id)
+    _workflow_or_404(workflow_id)
     schedule_ids = list(db.session.scalars(select(ScheduledJob.id).where(ScheduledJob.workflow_id == workflow_id)))
     schedules.remove(schedule_ids)
     db.session.delete(db.session.get(Workflow, workflow_id))
@@ -218,25 +235,25 @@ def update_schedule(schedule_id: str) -> Response:
 
 @api.delete("/schedules/<schedule_id>/")
 def delete_schedule(schedule_id: str) -> tuple[str, int]:
-    if not schedules.remove([schedule_id]):
+    if not schedules.remove([_known_shape(schedule_id)]):
         raise not_found("schedule", schedule_id)
     return "", 204
 
 
 @api.post("/schedules/<schedule_id>/pause/")
 def pause_schedule(schedule_id: str) -> Response:
-    return jsonify(_schedule_body(_service(schedules.pause, schedule_id, clock.utcnow())))
+    return jsonify(_schedule_body(_service(schedules.pause, _known_shape(schedule_id), clock.utcnow())))
 
 
 @api.post("/schedules/<schedule_id>/resume/")
 def resume_schedule(schedule_id: str) -> Response:
-    return jsonify(_schedule_body(_service(schedules.resume, schedule_id, clock.utcnow())))
+    return jsonify(_schedule_body(_service(schedules.resume, _known_shape(schedule_id), clock.utcnow())))
 
 
 @api.post("/schedules/batch-delete/")
 def batch_delete() -> Response:
     data = _body(_schema(BatchDeleteIn))
-    deleted = schedules.remove(data["schedule_ids"])
+    deleted = schedules.remove([i for i in data["schedule_ids"] if _is_schedule_id(i)])
     missing = [i for i in data["schedule_ids"] if i not in set(deleted)]
     return jsonify({"deleted": deleted, "not_found": missing})
 

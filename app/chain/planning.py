@@ -13,7 +13,8 @@ from app.models import ScheduledJob
 
 
 def spec_of(schedule: ScheduledJob) -> timing.Spec:
-    fields = schedule.timing_fields()
+    # anchor_explicit: without anchor_date an rrule's DTSTART is the creation instant, never itself a run
+    fields = {**schedule.timing_fields(), "anchor_explicit": bool(schedule.anchor_explicit)}
     key = tuple((name, tuple(v) if isinstance(v, list) else v) for name, v in fields.items())
     try:
         return _cached_spec(key)
@@ -44,7 +45,8 @@ def first_nominal(schedule: ScheduledJob, now: datetime) -> datetime | None:
     """The first tick of a new or resumed schedule: never at once.
 
     An interval without an explicit anchor is anchored on the creation or resume instant (see
-    default_anchor), so its first tick is exactly one interval later.
+    default_anchor), so its first tick is exactly one interval later. An rrule without one takes the
+    creation instant as DTSTART, which its spec never returns as a run (see spec_of).
     """
     spec = spec_of(schedule)
     if schedule.interval_seconds and not schedule.anchor_explicit and schedule.anchor_at is not None:

@@ -7,29 +7,36 @@ Public interface:
     preview(spec, now, count)        the next `count` nominal times after `now`
     retry_delay(interval, retry)     back-off in seconds
     to_utc(instant)                  aware UTC to the millisecond, the package's precision
+    supported(instant, field)        to_utc, refusing instants outside [EARLIEST, LATEST) (1970 to 3000)
     jitter_delay(id, nominal, jitter_seconds, next_nominal)  stable per-tick delay in seconds
     parse_every("5m")                shorthand intervals in seconds
     validate_not_past(at, now)       one-shot time must be in the future
 
 Fields of build_spec (missing key == None): interval_seconds, anchor_at, cron, day_or (default True),
 rrule, at, timezone (IANA, default "UTC"), start_at, end_at, only_between ("HH:MM-HH:MM", local),
-not_on (weekday names or cron numbers 0 = Sunday .. 6 = Saturday, 7 = Sunday), jitter_seconds.
+not_on (weekday names or cron numbers 0 = Sunday .. 6 = Saturday, 7 = Sunday), jitter_seconds,
+anchor_explicit (False: anchor_at is a default DTSTART, the creation instant, which is never itself a run).
+No run is planned at or after LATEST (year 3000); the search has no shorter horizon.
 Instants in and out are timezone-aware; outputs are UTC, to the millisecond
 (whole seconds for calendar kinds). "now" is always an argument.
 """
 from __future__ import annotations
 
-from .build import build_spec
+from .build import MAX_JITTER_SECONDS, build_spec
 from .delays import jitter_delay, retry_delay
 from .errors import TimingError
 from .every import parse_every
-from .instants import to_utc
+from .instants import EARLIEST, LATEST, supported, to_utc
+from .interval import MAX_INTERVAL_SECONDS
 from .oneshot import validate_not_past
-from .spec import HORIZON, MAX_CANDIDATES, Spec, preview
+from .spec import MAX_RULED_OUT, Spec, preview
 
 __all__ = [
-    "HORIZON",
-    "MAX_CANDIDATES",
+    "EARLIEST",
+    "LATEST",
+    "MAX_INTERVAL_SECONDS",
+    "MAX_JITTER_SECONDS",
+    "MAX_RULED_OUT",
     "Spec",
     "TimingError",
     "build_spec",
@@ -37,6 +44,7 @@ __all__ = [
     "parse_every",
     "preview",
     "retry_delay",
+    "supported",
     "to_utc",
     "validate_not_past",
 ]

@@ -73,7 +73,7 @@ def _timing(kind: str, fields: Mapping[str, Any], tz: ZoneInfo, start_at: dateti
     anchor = _instant(fields, "anchor_at") or start_at
     if anchor is None:
         raise TimingError("anchor_at", "an rrule schedule needs anchor_at (its DTSTART), e.g. creation time")
-    return RRuleTiming.parse(fields["rrule"], tz, anchor)
+    return RRuleTiming.parse(fields["rrule"], tz, anchor, start_is_run=fields.get("anchor_explicit") is not False)
 
 
 def build_spec(fields: Mapping[str, Any]) -> Spec:

@@ -16,8 +16,10 @@ from croniter import CroniterBadDateError, croniter
 from .cronfields import CronFields, parse_cron
 from .wallclock import utc_to_wall, wall_to_utc
 
-# croniter's own bound for expressions that match rarely (day_or=False); the Spec bounds the rest.
-_MAX_YEARS_BETWEEN_MATCHES = 6
+# croniter's bound for expressions that match rarely (day_or=False). parse_cron refuses dates that never
+# occur, and every date that does occur falls on each weekday within 40 years (29 February on a Monday:
+# 2044, 2072, 2112), so a longer gap means no run at all; the Spec stops at LATEST anyway.
+_MAX_YEARS_BETWEEN_MATCHES = 100
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import TimingError
 
-__all__ = ["UTC", "iso", "load_zone", "to_utc"]
+__all__ = ["EARLIEST", "LATEST", "UTC", "iso", "load_zone", "supported", "to_utc"]
+
+# The instants a schedule may name and run at: [EARLIEST, LATEST). The end leaves headroom below
+# datetime's year 9999 for everything the search adds to an instant (a ten-year interval, zone offsets,
+# a whole period of a rule), so no arithmetic on a supported instant can overflow; a run that would fall
+# at or after LATEST counts as no run. The start keeps timestamps non-negative.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(3000, 1, 1, tzinfo=UTC)
 
 
 def to_utc(value: datetime, field: str = "instant") -> datetime:
@@ -19,13 +26,24 @@ def to_utc(value: datetime, field: str = "instant") -> datetime:
         raise TimingError(field, f"expected a datetime, got {type(value).__name__}")
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise TimingError(field, "datetime must be timezone-aware (naive datetimes are ambiguous)")
-    utc = value.astimezone(UTC)
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00+01:00: its UTC instant is before year 1
+        raise TimingError(field, f"{value.isoformat()} lies outside the calendar once taken to UTC") from None
     return utc.replace(microsecond=utc.microsecond - utc.microsecond % 1000)
+
+
+def supported(value: datetime, field: str) -> datetime:
+    """`value` as UTC (see to_utc) if it lies in [EARLIEST, LATEST), else TimingError naming `field`."""
+    utc = to_utc(value, field)
+    if not EARLIEST <= utc < LATEST:
+        raise TimingError(field, f"must be from {iso(EARLIEST)} to before {iso(LATEST)}, got {iso(utc)}")
+    return utc
 
 
 def iso(instant: datetime) -> str:
     """UTC ISO-8601 text with a Z suffix, e.g. "2026-12-01T08:00:00Z"."""
-    return f"{instant.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+    return instant.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"  # pads the year
 
 
 def load_zone(name: str | None) -> ZoneInfo:

@@ -10,13 +10,15 @@ from zoneinfo import ZoneInfo
 from dateutil.rrule import rrule, rrulestr
 
 from .errors import TimingError
+from .instants import LATEST
 from .rrulecheck import check_satisfiable, rebased_start
 from .rruledescribe import describe_rrule
 from .rruleparts import RRuleParts, split_rrule
 from .wallclock import utc_to_wall, wall_to_utc
 
-# Each call stops looking this far (in wall time) past the instant; the Spec's own horizon is shorter.
-_SEARCH_SPAN = timedelta(days=6 * 366)
+# Occurrences are looked for up to the end of the supported range (in wall time, a day of slack for the
+# zone's offset); the Spec refuses anything at or after LATEST itself.
+_STOP = LATEST.replace(tzinfo=None) + timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -27,12 +29,17 @@ class RRuleTiming:
     anchor: datetime
     tz: ZoneInfo
     rule: rrule = field(compare=False, repr=False)
+    start_is_run: bool = True
     kind: str = "rrule"
     is_one_shot: bool = False
 
     @classmethod
-    def parse(cls, text: str, tz: ZoneInfo, anchor: datetime) -> RRuleTiming:
-        """Validate the rule (TimingError("rrule", reason)) with DTSTART = anchor as local wall time."""
+    def parse(cls, text: str, tz: ZoneInfo, anchor: datetime, start_is_run: bool = True) -> RRuleTiming:
+        """Validate the rule (TimingError("rrule", reason)) with DTSTART = anchor as local wall time.
+
+        With start_is_run False the anchor is a default DTSTART (the creation instant), which is never
+        itself a run: a new schedule never fires at once. COUNT then counts the runs, the ones after it.
+        """
         parts = split_rrule(text)
         start = utc_to_wall(anchor, tz)
         try:
@@ -42,19 +49,23 @@ class RRuleTiming:
         if not isinstance(rule, rrule):  # pragma: no cover - a single RRULE value always gives an rrule
             raise TimingError("rrule", "expected a single recurrence rule")
         check_satisfiable(rule, parts)
-        return cls(parts, anchor, tz, rule)
+        count = parts.get("COUNT")
+        if not start_is_run and count is not None and rule.after(start, inc=True) == start:
+            rule = rule.replace(count=int(count) + 1)  # DTSTART is an occurrence, and not a run
+        return cls(parts, anchor, tz, rule, start_is_run)
 
     def next_after(self, instant: datetime) -> datetime | None:
         """First occurrence strictly after `instant` (UNTIL and COUNT honoured), or None."""
+        if not self.start_is_run and instant < self.anchor:
+            instant = self.anchor
         wall = utc_to_wall(instant, self.tz)
         rule = self.rule
         if self.parts.get("COUNT") is None:
             start = rebased_start(rule, wall)
             if start is not None:
                 rule = rule.replace(dtstart=start)
-        stop = wall + _SEARCH_SPAN
         for occurrence in rule.xafter(wall, inc=False):
-            if occurrence > stop:
+            if occurrence > _STOP:
                 return None
             candidate = wall_to_utc(occurrence, self.tz)
             if self.parts.until_utc is not None and candidate > self.parts.until_utc:

@@ -7,12 +7,15 @@ from zoneinfo import ZoneInfo
 
 from .base import Timing
 from .constraints import Constraints
-from .instants import to_utc
+from .instants import LATEST, to_utc
 
-# The search for the next allowed nominal time gives up (returns None) after this many candidates or
-# once candidates lie this far past the instant asked about, so impossible combinations cannot hang.
-MAX_CANDIDATES = 100_000
-HORIZON = timedelta(days=5 * 366)
+# The search has no time horizon: a valid timing whose next run is years away runs then, up to the end of
+# the supported range (LATEST). What it bounds is work: the constraints (only_between, not_on) repeat every
+# week, so a timing whose fire times they rule out this many times in a row (at least years of daily
+# candidates) is taken never to match, e.g. a daily cron at 03:00 with only_between 08:00-18:00. Each
+# ruled-out candidate costs one step of the timing (up to ~0.3 ms for cron), so this also bounds the time
+# such a search takes (about half a second; a search that finds a run takes a few steps).
+MAX_RULED_OUT = 2_000
 _SECOND = timedelta(seconds=1)
 
 
@@ -43,17 +46,25 @@ class Spec:
     def next_after(self, instant: datetime) -> datetime | None:
         """First nominal fire time strictly after `instant` that every constraint allows, else None.
 
-        Ruled-out nominal times are passed over, never moved. Gives up after MAX_CANDIDATES candidates
-        or HORIZON (about 5 years) past `instant` (or past start_at when that is later), returning None.
+        Ruled-out nominal times are passed over, never moved. None when the timing has no further run
+        (a one-shot passed, COUNT or UNTIL used up, end_at passed), when the next run would fall at or
+        after LATEST, or after MAX_RULED_OUT candidates in a row were ruled out by the constraints.
         """
         cursor = to_utc(instant, "instant")
+        try:
+            return self._search(cursor)
+        except OverflowError:  # only instants far outside the supported range get here: no run there
+            return None
+
+    def _search(self, cursor: datetime) -> datetime | None:
         begin = self.constraints.start_at
         if begin is not None and cursor < begin - _SECOND:
             cursor = begin - _SECOND  # nothing before start_at can fire: start looking there
-        limit = cursor + HORIZON
-        for _ in range(MAX_CANDIDATES):
+        for _ in range(MAX_RULED_OUT + 1):
+            if cursor >= LATEST:
+                return None
             candidate = self.timing.next_after(cursor)
-            if candidate is None or candidate > limit or self.constraints.past_end(candidate):
+            if candidate is None or candidate >= LATEST or self.constraints.past_end(candidate):
                 return None
             if self.constraints.allows(candidate):
                 return candidate

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.timing import HORIZON, Spec, TimingError, build_spec, preview
+from app.timing import MAX_RULED_OUT, Spec, TimingError, build_spec, preview
 from app.timing.base import Timing
 
 
@@ -148,11 +148,14 @@ def test_excluded_weekend_skips_whole_days() -> None:
     assert len(counter.calls) <= 3
 
 
-def test_search_is_bounded() -> None:
-    # Only ever fires on 29 February that is a Monday: next one (2044) is past the horizon.
+def test_search_is_bounded_by_ruled_out_candidates_not_by_years() -> None:
+    # Only ever fires on 29 February that is a Monday: the next one (2044) is simply found.
     spec = build_spec({"cron": "0 0 29 2 1", "day_or": False})
-    assert spec.next_after(z(2026, 1, 1)) is None
-    assert timedelta(days=5 * 365) <= HORIZON
+    assert spec.next_after(z(2026, 1, 1)) == z(2044, 2, 29)
+    # Daily at 03:00, only between 08:00 and 18:00: never. Bounded by ruled-out candidates, one a day.
+    never, counter = counted({"cron": "0 3 * * *", "only_between": "08:00-18:00"})
+    assert never.next_after(z(2026, 1, 1)) is None
+    assert len(counter.calls) == MAX_RULED_OUT + 1
 
 
 def test_one_shot_at() -> None:
