@@ -19,6 +19,7 @@ from rq.registry import ScheduledJobRegistry
 from rq.utils import now, utcformat, utcparse
 
 from app.chain.ids import link_id
+from app.clock import HOST_SKEW_ALLOWANCE_SECONDS
 
 LINK_FUNC = "app.chain.link.run_link"
 # RQ kills the work horse this long after the task's own timeout, if the task ignores it.
@@ -203,9 +204,10 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
     """For each link ID, the revision of its pending copy in Redis, or None when there is none.
 
     Pending means: scheduled (in the scheduled registry), queued (on the queue list), or taken by a
-    worker (RQ's intermediate queue, or started) less than IN_HAND_GRACE_SECONDS ago. A link a killed
-    worker took and never claimed is not pending: recovery re-creates it (and the fence keeps any
-    stray copy from running the tick twice).
+    worker (RQ's intermediate queue, or started) less than IN_HAND_GRACE_SECONDS ago by the cluster
+    clock (`now`; RQ's started_at, stamped with the taking host's own clock, is allowed
+    HOST_SKEW_ALLOWANCE_SECONDS more). A link a killed worker took and never claimed is not pending:
+    recovery re-creates it (and the fence keeps any stray copy from running the tick twice).
     """
     entries: list[bytes] = []
     for offset in range(0, len(job_ids), CHECK_BATCH):
@@ -218,7 +220,10 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
         kind, stamp, description = entry.split(b"\n", 2) if entry else (b"", b"", b"")
         descriptions.append(description)
         revision = revision_of(description.decode() if description else None)
-        pending = kind == b"S" or (kind in (b"Q", b"T") and _recent(stamp or None, now))
+        # Q: enqueued_at, stamped by Recur's mover on the cluster clock. T: started_at, stamped by RQ with the
+        # clock of the host that took the link, which may be off: allowed for.
+        allowance = HOST_SKEW_ALLOWANCE_SECONDS if kind == b"T" else 0.0
+        pending = kind == b"S" or (kind in (b"Q", b"T") and _recent(stamp or None, now, allowance))
         out.append(revision if pending else None)
         if kind == b"Q" and not pending:
             stale_queued.append(index)
@@ -259,11 +264,11 @@ return out
 """
 
 
-def _recent(stamp: bytes | None, now: float) -> bool:
+def _recent(stamp: bytes | None, now: float, allowance: float = 0.0) -> bool:
     if not stamp:
         return False
     try:
         taken = utcparse(stamp.decode()).timestamp()
     except ValueError:
         return False
-    return now - taken < IN_HAND_GRACE_SECONDS
+    return now - taken < IN_HAND_GRACE_SECONDS + allowance
