@@ -79,12 +79,29 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         revisions = pending_revisions(redis, queue, ids, now.timestamp())
         missing = [row for row, pending in zip(idle, revisions, strict=True) if pending != row.revision]
         if missing:
+            missing = _not_being_handed_off(redis, queue, missing, now)
+        if missing:
             _repair_links(missing, now, report)
 
         running = [r for r in rows if r.running_run_id is not None and not redis_was_emptied]
         for row, lease in zip(running, holders(redis, [r.id for r in running]), strict=True):
             if lease is None:
                 _write_off_if_lost(row.running_run_id, now, lease_grace, report)
+
+
+def _not_being_handed_off(redis: Any, queue: Any, rows: list[Any], now: datetime) -> list[Any]:
+    """Of idle rows whose link looked missing, those whose link is missing with no hand-off under way.
+
+    A run commits its outcome, then in one pipeline releases its lease and puts its successor: until then
+    its row expects a link that is not there yet. A row whose lease is still held is such a run; for the
+    others the link is looked for again, after the lease was read, so that a hand-off that landed
+    meanwhile is seen. (A worker that died in between leaves a lease that lapses: the next pass repairs.)
+    """
+    leases = holders(redis, [row.id for row in rows])
+    unheld = [row for row, lease in zip(rows, leases, strict=True) if lease is None]
+    ids = [link_id(row.id, row.current_repeat, row.current_retry) for row in unheld]
+    revisions = pending_revisions(redis, queue, ids, now.timestamp())
+    return [row for row, pending in zip(unheld, revisions, strict=True) if pending != row.revision]
 
 
 def _repair_links(rows: list[Any], now: datetime, report: Report) -> None:
