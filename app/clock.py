@@ -50,12 +50,14 @@ class ClusterClock:
         self._read_lock = threading.Lock()
 
     def now(self) -> datetime:
-        if time.monotonic() >= self._read_at:
+        instant = time.monotonic()
+        if instant >= self._read_at:
             self._read()
+            instant = time.monotonic()
         offset = self._offset
         if offset is None:
             return local_now()
-        return _EPOCH + timedelta(seconds=time.monotonic() + offset)
+        return _EPOCH + timedelta(seconds=instant + offset)
 
     def _read(self) -> None:
         # One thread reads; the others go on with the offset they have (or wait for the first one).
