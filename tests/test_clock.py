@@ -145,6 +145,16 @@ def test_the_api_plans_on_the_cluster_clock(real_app, monkeypatch):
     assert before < first <= redis_now(real_app) + timedelta(seconds=1)
 
 
+def test_reading_the_cluster_clock_costs_no_round_trip(redis_server):
+    redis: Redis = Redis.from_url(redis_server.url)
+    cluster = clock.ClusterClock(lambda: redis)
+    redis.config_resetstat()
+    for _ in range(1000):
+        cluster.now()
+    calls = int(redis.info("commandstats").get("cmdstat_time", {}).get("calls", 0))
+    assert 1 <= calls <= 3  # one read (three at most, when the round trip was slow), then none
+
+
 def test_a_failed_read_keeps_the_last_offset(redis_server, monkeypatch):
     redis: Redis = Redis.from_url(redis_server.url)
     source: list[Redis] = [redis]
