@@ -48,6 +48,7 @@ class ClusterClock:
         self._offset: float | None = None  # Redis TIME minus time.monotonic(), in seconds
         self._read_at = -math.inf  # monotonic time of the next read
         self._read_lock = threading.Lock()
+        self._failing = False
 
     def now(self) -> datetime:
         instant = time.monotonic()
@@ -69,10 +70,13 @@ class ClusterClock:
             try:
                 self._offset = self._measure()
                 self._read_at = time.monotonic() + self._resync
+                self._failing = False
             except (RedisError, OSError) as exc:
                 self._read_at = time.monotonic() + RETRY_SECONDS
-                kept = "keeping the last offset" if self._offset is not None else "using this host's clock"
-                log.warning("could not read the cluster clock (Redis TIME): %s; %s", exc, kept)
+                if not self._failing:  # once per outage, not once a second
+                    self._failing = True
+                    kept = "keeping the last offset" if self._offset is not None else "using this host's clock"
+                    log.warning("could not read the cluster clock (Redis TIME): %s; %s", exc, kept)
         finally:
             self._read_lock.release()
 
