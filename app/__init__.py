@@ -9,7 +9,7 @@ from typing import Any
 from flask import Flask
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
-from app import extensions
+from app import clock, extensions
 from app.config import INSTANCE_DIR, Settings
 from app.tasks import load_task_modules
 
@@ -31,6 +31,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite:///"):
         INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
     extensions.init_app(app)
+    # Every decision several hosts must agree on (due, early, lease lapsed, missed) is made on Redis's clock.
+    clock.use_cluster_clock(lambda: extensions.get_redis(app))
     load_task_modules(app.config["RECUR_TASK_MODULES"])
 
     from app import cli

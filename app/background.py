@@ -115,6 +115,7 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
         if parent_pid is not None and os.getppid() != parent_pid:
             return
         try:
+            # clock.utcnow() is the cluster clock: what is due, and how long to sleep, do not depend on the host.
             mover.move_due(clock.utcnow())
             if clock.monotonic() >= next_reconcile:
                 next_reconcile = clock.monotonic() + every

@@ -82,12 +82,55 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         revisions = pending_revisions(redis, queue, ids, now.timestamp(), queued)
         missing = [row for row, pending in zip(idle, revisions, strict=True) if pending != row.revision]
         if missing:
+            missing = _really_missing(redis, queue, missing, now, queued)
+        if missing:
             _repair_links(missing, now, report)
 
         running = [r for r in rows if r.running_run_id is not None and not redis_was_emptied]
         for row, lease in zip(running, holders(redis, [r.id for r in running]), strict=True):
             if lease is None:
                 _write_off_if_lost(row.running_run_id, row.timeout_seconds, now, lease_grace, report)
+
+
+def _really_missing(redis: Any, queue: Any, rows: list[Any], now: datetime, queued: QueuedIds) -> list[Any]:
+    """Of idle rows whose link looked missing, those whose link is missing while the chain stands still.
+
+    Two moves of a live chain look like a missing link to a pass. A run commits its outcome, then in one
+    pipeline releases its lease and puts its successor: until then its row expects a link not there yet,
+    and its lease is still held (if its worker died there, the lease lapses and the next pass repairs).
+    And the rows this pass read may be old: the link they expect may have run since (its row then
+    expects another). So rows whose lease is held are left, the others' links are looked for again (a
+    hand-off that landed meanwhile is seen), and what is still missing is only repaired if its row,
+    read again, still expects that very link. Costs nothing unless something looks missing.
+    """
+    leases = holders(redis, [row.id for row in rows])
+    unheld = [row for row, lease in zip(rows, leases, strict=True) if lease is None]
+    ids = [link_id(row.id, row.current_repeat, row.current_retry) for row in unheld]
+    revisions = pending_revisions(redis, queue, ids, now.timestamp(), queued)
+    candidates = [row for row, pending in zip(unheld, revisions, strict=True) if pending != row.revision]
+    if not candidates:
+        return []
+    current = {
+        row.id: row
+        for row in db.session.execute(
+            select(
+                ScheduledJob.id, ScheduledJob.status, ScheduledJob.revision, ScheduledJob.current_repeat,
+                ScheduledJob.current_retry, ScheduledJob.running_run_id,
+            ).where(ScheduledJob.id.in_([row.id for row in candidates]))
+        ).all()
+    }
+    db.session.rollback()
+    return [row for row in candidates if _expects_same_link(current.get(row.id), row)]
+
+
+def _expects_same_link(now_row: Any, then_row: Any) -> bool:
+    return (
+        now_row is not None
+        and now_row.status == ScheduleStatus.ACTIVE.value
+        and now_row.running_run_id is None
+        and (now_row.revision, now_row.current_repeat, now_row.current_retry)
+        == (then_row.revision, then_row.current_repeat, then_row.current_retry)
+    )
 
 
 def _repair_links(rows: list[Any], now: datetime, report: Report) -> None:

@@ -76,3 +76,22 @@ def raise_base(event: TaskEvent) -> None:
     """Raises the BaseException named by the payload's `raise`, with the message `message`."""
     payload = event["payload"] or {}
     raise _BASE_EXCEPTIONS[payload["raise"]](payload.get("message", "raised by the task"))
+
+
+@task("tests.cluster_stamp")
+def cluster_stamp(event: TaskEvent) -> None:
+    """Appends "<schedule id> <scheduled_for> <Redis TIME>" to the Redis list named in the payload: when the
+    task really began by the cluster clock, whatever its host's own clock says. One round trip on the
+    connection of the RQ job it runs in."""
+    from rq import get_current_job
+
+    job = get_current_job()
+    assert job is not None
+    entry = f"{event['scheduled_job_id']} {event['scheduled_for']}"
+    job.connection.eval(_STAMP, 1, (event["payload"] or {})["key"], entry)
+
+
+_STAMP = """
+local t = redis.call('TIME')
+return redis.call('RPUSH', KEYS[1], ARGV[1] .. ' ' .. t[1] .. '.' .. string.format('%06d', tonumber(t[2])))
+"""

@@ -28,8 +28,8 @@ from app.tasks import TaskEvent, execution_log, get_task, idempotency_key
 
 log = logging.getLogger(__name__)
 
-# A link that a worker starts a little before its time (clock skew between hosts) waits this long at most.
-EARLY_WAIT_LIMIT_SECONDS = 2.0
+# A link that arrives earlier than this (by the cluster clock) is logged: Recur's mover never moves one early.
+EARLY_WARNING_SECONDS = 2.0
 
 _fallback_app: Flask | None = None
 
@@ -76,18 +76,14 @@ class Prepared:
 
 def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime,
             worker_name: str | None) -> Prepared | str:
-    """Wait for the nominal time if a little early, claim the tick, then take the schedule's lease.
+    """Wait for the nominal time if early, claim the tick, then take the schedule's lease.
 
-    Returns the claimed tick, or the outcome when there is nothing to run ("early", "stale", "skipped").
+    Returns the claimed tick, or the outcome when there is nothing to run ("stale", "skipped").
     """
-    now = clock.utcnow()
+    now = clock.utcnow()  # the cluster clock: the claim's time is the run's started_at and plans the next tick
     early = (scheduled_for - now).total_seconds()
-    if early > EARLY_WAIT_LIMIT_SECONDS:
-        log.warning("link %s n%s rc%s started %.1fs early; left to its pending copy", schedule_id, repeat, retry, early)
-        return "early"
     if early > 0:
-        time.sleep(early)
-        now = clock.utcnow()
+        now = _wait_until(scheduled_for, early, f"{schedule_id} n{repeat} rc{retry}")
 
     # The fence first, then the lease: a copy of the link that loses the fence never touches the lease, so
     # it cannot make the real link's run look like an overlap. (One round trip after the claim's commit.)
@@ -115,6 +111,21 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
         "idempotency_key": idempotency_key(schedule_id, repeat),
     }
     return Prepared(claim, lease, event, deadline)
+
+
+def _wait_until(scheduled_for: datetime, early: float, name: str) -> datetime:
+    """Wait until the nominal time by the cluster clock; returns the time to claim with.
+
+    Moved by Recur's mover, a link is not early: only another mover (RQ's own scheduler, a requeue by hand)
+    or a jump of the cluster clock (a Redis failover) brings one early. It waits rather than being dropped:
+    put back under its own ID, it would be marked finished and expired by RQ once this job returns.
+    """
+    if early > EARLY_WARNING_SECONDS:
+        log.warning("link %s arrived %.1fs early by the cluster clock; it waits for its time", name, early)
+    time.sleep(early)
+    # The cluster clock runs on the monotonic clock between reads: unless a re-read moved it back, the time
+    # has come. If it did, the reading taken before the wait, carried forward, decides.
+    return max(clock.utcnow(), scheduled_for)
 
 
 def execute(prepared: Prepared) -> tuple[RunStatus, str | None]:

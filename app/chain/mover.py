@@ -41,7 +41,11 @@ class Mover:
         self._script = redis.register_script(_MOVE_DUE)
 
     def move_due(self, now: datetime) -> int:
-        """Move every link due at or before `now`; returns how many were moved."""
+        """Move every link due at or before `now`; returns how many were moved.
+
+        `now` is the cluster clock (clock.utcnow()): whichever host moves a link, it is never moved early,
+        and the enqueued_at stamped here, which recovery's in-hand grace reads, is on the cluster clock too.
+        """
         moved = 0
         while True:
             count = int(

@@ -14,6 +14,7 @@ from rq.job import Job
 from rq.utils import utcformat, utcparse
 
 from app.chain.links import revision_of, scheduled_key
+from app.clock import HOST_SKEW_ALLOWANCE_SECONDS
 
 # A link popped off the queue (or started) but not claimed within this long lost its worker on the way.
 IN_HAND_GRACE_SECONDS = 10.0
@@ -56,19 +57,27 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
     """For each link ID, the revision of its pending copy in Redis, or None when there is none.
 
     Pending means: scheduled (in the scheduled registry), queued (on the queue list), or taken by a
-    worker (RQ's intermediate queue, or started) less than IN_HAND_GRACE_SECONDS ago. A link a killed
-    worker took and never claimed is not pending: recovery re-creates it (and the fence keeps any
-    stray copy from running the tick twice). A reconciler pass passes one `queued` to all its calls.
+    worker (RQ's intermediate queue, or started) less than IN_HAND_GRACE_SECONDS ago by the cluster
+    clock (`now`; RQ's started_at, stamped with the taking host's own clock, is allowed
+    HOST_SKEW_ALLOWANCE_SECONDS more). A link a killed worker took and never claimed is not pending:
+    recovery re-creates it (and the fence keeps any stray copy from running the tick twice).
+    A reconciler pass passes one `queued` to all its calls.
     """
     entries: list[bytes] = []
     for offset in range(0, len(job_ids), CHECK_BATCH):
         chunk = job_ids[offset:offset + CHECK_BATCH]
         entries += redis.eval(_PENDING_STATES, 1, scheduled_key(queue), Job.redis_job_namespace_prefix, *chunk)
-    cutoff = utcformat(datetime.fromtimestamp(now - IN_HAND_GRACE_SECONDS, UTC)).encode()
+    # Q: enqueued_at, stamped by Recur's mover on the cluster clock. T: started_at, stamped by RQ with the
+    # clock of the host that took the link, which may be off: allowed for.
+    cutoffs = {
+        b"Q": utcformat(datetime.fromtimestamp(now - IN_HAND_GRACE_SECONDS, UTC)).encode(),
+        b"T": utcformat(datetime.fromtimestamp(now - IN_HAND_GRACE_SECONDS - HOST_SKEW_ALLOWANCE_SECONDS,
+                                               UTC)).encode(),
+    }
     out: list[int | None] = []
     for job_id, entry in zip(job_ids, entries, strict=True):
         kind, stamp, description = entry.split(b"\n", 2) if entry else (b"", b"", b"")
-        pending = kind == b"S" or (kind in (b"Q", b"T") and _recent(stamp, cutoff))
+        pending = kind == b"S" or (kind in cutoffs and _recent(stamp, cutoffs[kind]))
         if kind == b"Q" and not pending:
             # Queued long ago: still pending if it really is on the queue list (a backlog).
             if queued is None:
