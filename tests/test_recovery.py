@@ -42,24 +42,28 @@ def test_a_pass_beside_a_backlog_reads_the_queue_once_not_once_per_link(real_app
 
 
 def test_a_link_taken_or_queued_moments_ago_is_pending_one_taken_long_ago_is_not(real_app):
-    """In hand (popped off the queue, or started) within the grace: pending; past it: lost to its worker."""
+    """In hand (popped off the queue, or started) within the grace: pending; past it: lost to its worker.
+    RQ's started_at is stamped with the taking host's own clock, so it gets the skew allowance on top."""
     from datetime import UTC, datetime
 
     from rq.job import Job
     from rq.utils import utcformat
 
     from app.chain.pending import IN_HAND_GRACE_SECONDS, pending_revisions
+    from app.clock import HOST_SKEW_ALLOWANCE_SECONDS
 
     redis, queue = get_redis(real_app), get_queue(real_app)
     now = datetime(2026, 3, 2, 12, 0, 0, tzinfo=UTC)
     ids = []
     for index, (status, field, ago) in enumerate([
-        ("started", "started_at", 1.0), ("started", "started_at", IN_HAND_GRACE_SECONDS + 0.001),
+        ("started", "started_at", 1.0),
+        ("started", "started_at", IN_HAND_GRACE_SECONDS + HOST_SKEW_ALLOWANCE_SECONDS + 0.001),
         ("queued", "enqueued_at", 1.0), ("queued", "enqueued_at", IN_HAND_GRACE_SECONDS + 0.001),
+        ("started", "started_at", IN_HAND_GRACE_SECONDS + 0.001),
     ]):
         job_id = link_id(f"00000000-0000-0000-0000-{index:012d}", 0, 0)
         stamp = utcformat(datetime.fromtimestamp(now.timestamp() - ago, UTC))
         redis.hset(Job.key_for(job_id), mapping={"status": status, field: stamp,
                                                  "description": f"recur link x n0 rc0 r{index + 3} for x"})
         ids.append(job_id)
-    assert pending_revisions(redis, queue, ids, now.timestamp()) == [3, None, 5, None]
+    assert pending_revisions(redis, queue, ids, now.timestamp()) == [3, None, 5, None, 7]
