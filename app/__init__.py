@@ -37,10 +37,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     from app import cli
     from app.api import errors, views
+    from app.auth import cli as auth_cli
+    from app.auth import guard
 
     errors.init_app(app)
+    guard.protect(app, views.api)
     app.register_blueprint(views.api)
     cli.init_app(app)
+    auth_cli.init_app(app)
     return app
 
 

@@ -19,7 +19,7 @@ _KINDS = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
 _KIND_COLUMNS = ("interval_seconds", "cron", "rrule", "at")
 _CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between", "not_on", "jitter_seconds")
 _PLAIN_COLUMNS = (
-    "name", "description", "workflow_id", "trigger_node_id", "total_repeats", "max_retries",
+    "name", "description", "workflow_id", "owner_id", "trigger_node_id", "total_repeats", "max_retries",
     "timeout_seconds", "trigger_payload",
 )
 
