@@ -13,19 +13,21 @@ from typing import Any
 
 import pytest
 
-from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
+from tests.servers import Process, RedisServer, admin_token, free_port, start_web, start_worker, wait_for
 
 pytestmark = pytest.mark.integration
 
 
 class Api:
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, token: str) -> None:
         self.base = base
+        self.token = token
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {self.token}"})
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 raw = response.read()
@@ -52,9 +54,10 @@ class Stack:
             "RECUR_LEASE_SECONDS": "3",
         }
         self.port = free_port()
+        token = admin_token(self.env)
         self.web = start_web(self.env, self.port, tmp_path / "web.log")
         self.workers: list[Process] = []
-        self.api = Api(f"http://127.0.0.1:{self.port}")
+        self.api = Api(f"http://127.0.0.1:{self.port}", token)
         wait_for(self._web_ready, 30, what="the web server")
 
     def _web_ready(self) -> bool:
@@ -177,7 +180,7 @@ def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
         ids = [stack.api.ok("POST", "/api/v1/schedules/", {
             "name": f"r{i}", "workflow_id": workflow["id"], "interval_seconds": 1 + i % 2})["id"] for i in range(20)]
         workers = [stack.start_worker() for _ in range(3)]  # all three recover at once
-        other = Api(f"http://127.0.0.1:{second_web_port}")
+        other = Api(f"http://127.0.0.1:{second_web_port}", stack.api.token)
         wait_for(lambda: _answers(other), 30, what="the second web server")
         wait_for(lambda: all(len(other.runs(i)) >= 4 for i in ids), 40, interval=0.2,
                  what="every schedule to run four times")

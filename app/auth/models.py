@@ -39,12 +39,15 @@ class ApiToken(db.Model):  # type: ignore[name-defined,misc]
 
 
 class ScheduleEvent(db.Model):  # type: ignore[name-defined,misc]
-    """Who changed a schedule, how and when: written in the same transaction as the change."""
+    """Who changed a schedule, how and when: written in the same transaction as the change. Kept after
+    the schedule is deleted (no foreign key to it), so that "who deleted this?" has an answer too."""
 
     __tablename__ = "schedule_events"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    schedule_id: Mapped[str] = mapped_column(ForeignKey("scheduled_jobs.id", ondelete="CASCADE"), index=True)
+    schedule_id: Mapped[str] = mapped_column(String(36), index=True)
+    # The schedule's owner, for scoping once the schedule itself is gone.
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
     actor_id: Mapped[int | None] = mapped_column(ForeignKey("owners.id", ondelete="SET NULL"), nullable=True)
     actor_name: Mapped[str] = mapped_column(String(200))
     action: Mapped[str] = mapped_column(String(32))

@@ -49,17 +49,19 @@ def upgrade():
         'schedule_events',
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('schedule_id', sa.String(length=36), nullable=False),
+        sa.Column('owner_id', sa.Integer(), nullable=False),
         sa.Column('actor_id', sa.Integer(), nullable=True),
         sa.Column('actor_name', sa.String(length=200), nullable=False),
         sa.Column('action', sa.String(length=32), nullable=False),
         sa.Column('at', sa.DateTime(), nullable=False),
         sa.Column('changes', sa.JSON(), nullable=True),
         sa.ForeignKeyConstraint(['actor_id'], ['owners.id'], ondelete='SET NULL'),
-        sa.ForeignKeyConstraint(['schedule_id'], ['scheduled_jobs.id'], ondelete='CASCADE'),
+        sa.ForeignKeyConstraint(['owner_id'], ['owners.id'], ondelete='CASCADE'),
         sa.PrimaryKeyConstraint('id'),
     )
     with op.batch_alter_table('schedule_events', schema=None) as batch_op:
         batch_op.create_index('ix_schedule_events_schedule_id', ['schedule_id'], unique=False)
+        batch_op.create_index('ix_schedule_events_owner_id', ['owner_id'], unique=False)
 
     now = clock.utcnow().replace(tzinfo=None)
     op.bulk_insert(owners, [{'id': 1, 'name': 'admin', 'is_admin': True, 'created_at': now}])
