@@ -58,6 +58,8 @@ class Workflow(db.Model):  # type: ignore[name-defined,misc]
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     task: Mapped[str] = mapped_column(String(200))
+    owner_id: Mapped[int] = mapped_column(
+        ForeignKey("owners.id", ondelete="CASCADE", name="fk_workflows_owner_id"), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
@@ -72,6 +74,8 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     name: Mapped[str] = mapped_column(String(200))
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"), index=True)
+    owner_id: Mapped[int] = mapped_column(
+        ForeignKey("owners.id", ondelete="CASCADE", name="fk_scheduled_jobs_owner_id"), index=True)
     trigger_node_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     interval_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
     total_repeats: Mapped[int] = mapped_column(Integer, default=0)

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from app import timing
+from app.auth import audit
 from app.chain import planning
 from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw
 from app.clock import ceil_second
@@ -19,7 +20,7 @@ _KINDS = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
 _KIND_COLUMNS = ("interval_seconds", "cron", "rrule", "at")
 _CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between", "not_on", "jitter_seconds")
 _PLAIN_COLUMNS = (
-    "name", "description", "workflow_id", "trigger_node_id", "total_repeats", "max_retries",
+    "name", "description", "workflow_id", "owner_id", "trigger_node_id", "total_repeats", "max_retries",
     "timeout_seconds", "trigger_payload",
 )
 
@@ -87,8 +88,10 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
     get_redis().ping()  # refuse before writing anything if the link could not be handed off
     # The transaction starts here (on SQLite it takes the write lock): checks that need no database
     # come first, so the lock is held for the workflow lookup, the insert and the commit only.
-    _require_workflow(data["workflow_id"])
+    _require_workflow(data["workflow_id"], schedule.owner_id)
     db.session.add(schedule)
+    db.session.flush()  # the id, for the event
+    audit.record(schedule.id, schedule.owner_id, "create", now)
     db.session.commit()
     hand_off_or_leave_to_recovery(schedule)
     return schedule
@@ -98,7 +101,9 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
     _refuse_null_timing(data)
     schedule = _locked(schedule_id)
     if "workflow_id" in data:
-        _require_workflow(data["workflow_id"])
+        _require_workflow(data["workflow_id"], schedule.owner_id)
+    audit.record(schedule.id, schedule.owner_id, "update", now,
+                 {key: audit.jsonable(value) for key, value in data.items()})
     columns = timing_columns(data, now)
     for key in _PLAIN_COLUMNS:
         if key in data:
@@ -165,6 +170,7 @@ def pause(schedule_id: str, now: datetime) -> ScheduledJob:
     schedule.next_run_at = None
     schedule.revision += 1
     schedule.updated_at = now
+    audit.record(schedule.id, schedule.owner_id, "pause", now)
     db.session.commit()
     withdraw(schedule)
     return schedule
@@ -181,16 +187,19 @@ def resume(schedule_id: str, now: datetime) -> ScheduledJob:
         schedule.anchor_at = planning.default_anchor(schedule, now)
     schedule.next_run_at = _first(schedule, now)
     schedule.updated_at = now
+    audit.record(schedule.id, schedule.owner_id, "resume", now)
     get_redis().ping()
     db.session.commit()
     hand_off_or_leave_to_recovery(schedule)
     return schedule
 
 
-def remove(schedule_ids: list[str]) -> list[str]:
+def remove(schedule_ids: list[str], now: datetime) -> list[str]:
     """Delete schedules, their run history and their pending links; returns the IDs that existed."""
     schedules = db.session.scalars(select(ScheduledJob).where(ScheduledJob.id.in_(schedule_ids))).all()
     found = [s.id for s in schedules]
+    for schedule in schedules:
+        audit.record(schedule.id, schedule.owner_id, "delete", now)
     if found:
         db.session.execute(delete(Run).where(Run.schedule_id.in_(found)))
         db.session.execute(delete(ScheduledJob).where(ScheduledJob.id.in_(found)))
@@ -261,8 +270,10 @@ def _defaults(schedule: ScheduledJob) -> None:
             setattr(schedule, column, default)
 
 
-def _require_workflow(workflow_id: int) -> None:
-    if db.session.get(Workflow, workflow_id) is None:
+def _require_workflow(workflow_id: int, owner_id: int) -> None:
+    """A schedule uses a workflow of its own owner; another owner's workflow is, to it, no workflow."""
+    workflow = db.session.get(Workflow, workflow_id)
+    if workflow is None or workflow.owner_id != owner_id:
         raise Invalid({"workflow_id": [f"workflow {workflow_id} does not exist"]})
 
 

@@ -10,18 +10,19 @@ from typing import Any
 
 from bench.stack import Bench, web
 from bench.stats import percentile
-from tests.servers import wait_for
+from tests.servers import admin_token, wait_for
 
 
 class Client:
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, token: str = "") -> None:
+        self._headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
         host, port = address.rsplit(":", 1)
         self._connection = http.client.HTTPConnection(host, int(port), timeout=30)
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any, float]:
         data = None if body is None else json.dumps(body)
         started = time.perf_counter()
-        self._connection.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        self._connection.request(method, path, body=data, headers=self._headers)
         response = self._connection.getresponse()
         raw = response.read()
         elapsed = time.perf_counter() - started
@@ -31,9 +32,9 @@ class Client:
         self._connection.close()
 
 
-def _ready(address: str) -> bool:
+def _ready(address: str, token: str = "") -> bool:
     try:
-        client = Client(address)
+        client = Client(address, token)
         try:
             return client.call("GET", "/api/v1/schedules/?limit=1")[0] == 200
         finally:
@@ -45,8 +46,8 @@ def _ready(address: str) -> bool:
 WARMUP = 20  # requests per endpoint not counted: each gunicorn thread's first request pays for imports
 
 
-def _measure(address: str, requests: int, workflow_id: int) -> dict[str, Any]:
-    client = Client(address)
+def _measure(address: str, requests: int, workflow_id: int, token: str = "") -> dict[str, Any]:
+    client = Client(address, token)
     create: list[float] = []
     listing: list[float] = []
     try:
@@ -74,16 +75,17 @@ def _measure(address: str, requests: int, workflow_id: int) -> dict[str, Any]:
 
 def recur(bench: Bench, requests: int) -> dict[str, Any]:
     env = bench.recur("api")
+    token = admin_token(env.env)
     process, address = web(env.env, env.directory / "web.log")
     try:
-        wait_for(lambda: _ready(address) or not process.alive(), 60, interval=0.1, what="gunicorn")
+        wait_for(lambda: _ready(address, token) or not process.alive(), 60, interval=0.1, what="gunicorn")
         if not process.alive():
             raise RuntimeError(process.output()[-2000:])
-        client = Client(address)
+        client = Client(address, token)
         status, workflow, _ = client.call("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
         client.close()
         assert status == 201, workflow
-        return _measure(address, requests, workflow["id"])
+        return _measure(address, requests, workflow["id"], token)
     finally:
         process.stop()
         env.stop()

@@ -36,7 +36,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
 from bench import executions
-from tests.servers import ROOT, Process, RedisServer, free_port, start_web, start_worker, wait_for
+from tests.servers import ROOT, Process, RedisServer, admin_token, free_port, start_web, start_worker, wait_for
 
 
 @dataclass
@@ -55,12 +55,14 @@ class Chaos:
     faults: list[Fault] = field(default_factory=list)
     restarts: int = 0
     worker_args: tuple[str, ...] = ()
+    token: str = ""
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         port = random.choice(self.webs)[0]
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {self.token}"})
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read() or b"null")
 
@@ -225,6 +227,7 @@ def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seco
            "RECUR_RECONCILE_SECONDS": str(reconcile_seconds), "RECUR_EXECUTION_LOG": str(execution_log)}
     chaos = Chaos(workdir, env, redis, worker_args=("--simple",) if worker_mode == "simple" else ())
     try:
+        chaos.token = admin_token(env)
         for index in range(2):
             port = free_port()
             chaos.webs.append((port, start_web(env, port, workdir / f"web{index}.log")))
@@ -266,7 +269,7 @@ def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seco
 
 def _answers(port: int) -> bool:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/workflows/", timeout=2) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health/", timeout=2) as response:
             return response.status == 200
     except (OSError, urllib.error.URLError):
         return False

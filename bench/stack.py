@@ -45,6 +45,10 @@ def _epoch(stored: str) -> float:
     return datetime.fromisoformat(stored).replace(tzinfo=UTC).timestamp()
 
 
+# The first admin, which the migrations create: the bench's rows belong to it.
+ADMIN_OWNER_ID = 1
+
+
 class Bench:
     """Owns the run's redis-server and a scratch directory; hands out fresh Recur environments."""
 
@@ -100,7 +104,7 @@ class RecurEnv:
 
     def workflow(self, task: str = "builtin.noop") -> int:
         with self.context():
-            workflow = Workflow(name=task, task=task, created_at=datetime.now(UTC))
+            workflow = Workflow(name=task, task=task, owner_id=ADMIN_OWNER_ID, created_at=datetime.now(UTC))
             db.session.add(workflow)
             db.session.commit()
             return int(workflow.id)
@@ -116,6 +120,7 @@ class RecurEnv:
                     first = due(index)
                     rows.append({
                         "id": str(uuid.uuid4()), "name": f"bench-{index}", "workflow_id": workflow_id,
+                        "owner_id": ADMIN_OWNER_ID,
                         "interval_seconds": interval, "anchor_at": first - timedelta(seconds=interval),
                         "anchor_explicit": False, "timezone": "UTC", "day_or": True, "jitter_seconds": 0,
                         "total_repeats": 0, "max_retries": 3, "timeout_seconds": 600, "trigger_payload": None,

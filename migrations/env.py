@@ -91,14 +91,33 @@ def run_migrations_online():
     connectable = get_engine()
 
     with connectable.connect() as connection:
-        context.configure(
-            connection=connection,
-            target_metadata=get_metadata(),
-            **conf_args
-        )
+        # SQLite alters a table by copying it and dropping the old one; with foreign keys enforced, that
+        # DROP deletes every row that references the table (ON DELETE CASCADE: altering workflows would
+        # delete every schedule). Enforcement is off while migrating, and back on before the connection
+        # returns to the pool. The pragma is set outside any transaction, where SQLite honours it.
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            _foreign_keys(connection, "OFF")
+        try:
+            context.configure(
+                connection=connection,
+                target_metadata=get_metadata(),
+                **conf_args
+            )
 
-        with context.begin_transaction():
-            context.run_migrations()
+            with context.begin_transaction():
+                context.run_migrations()
+        finally:
+            if sqlite:
+                _foreign_keys(connection, "ON")
+
+
+def _foreign_keys(connection, state):
+    if connection.in_transaction():
+        connection.commit()
+    cursor = connection.connection.dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA foreign_keys={state}")
+    cursor.close()
 
 
 if context.is_offline_mode():

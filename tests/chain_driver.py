@@ -18,7 +18,7 @@ from app.models import Run, ScheduledJob, Workflow
 
 
 def make_workflow(task: str = "builtin.noop") -> int:
-    workflow = Workflow(name=task, task=task, created_at=datetime(2026, 1, 1, tzinfo=UTC))
+    workflow = Workflow(name=task, task=task, owner_id=1, created_at=datetime(2026, 1, 1, tzinfo=UTC))
     db.session.add(workflow)
     db.session.commit()
     return workflow.id
@@ -26,7 +26,7 @@ def make_workflow(task: str = "builtin.noop") -> int:
 
 def make_schedule(now: datetime, task: str = "builtin.noop", **fields: Any) -> ScheduledJob:
     """Create through the same code path as the API; returns a detached snapshot of the new row."""
-    data = {"name": fields.pop("name", "test"), "workflow_id": make_workflow(task), **fields}
+    data = {"name": fields.pop("name", "test"), "workflow_id": make_workflow(task), "owner_id": 1, **fields}
     schedule = schedules.create(data, now)
     db.session.refresh(schedule)
     db.session.expunge(schedule)

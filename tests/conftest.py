@@ -131,7 +131,24 @@ def real_app(database_url: str, redis_server: RedisServer) -> Iterator[Flask]:
 
 @pytest.fixture
 def client(app: Flask):  # type: ignore[no-untyped-def]
-    return app.test_client()
+    """A test client that calls as the first admin (owner 1, which the migrations create)."""
+    return authorized_client(app, admin_token(app))
+
+
+def admin_token(app: Flask) -> str:
+    from app.auth.models import Owner
+    from app.auth.tokens import issue
+
+    with app.app_context():
+        secret = issue(db.session.get(Owner, 1), "tests", clock.utcnow()).secret
+        db.session.commit()
+    return secret
+
+
+def authorized_client(app: Flask, token: str):  # type: ignore[no-untyped-def]
+    test_client = app.test_client()
+    test_client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    return test_client
 
 
 @pytest.fixture

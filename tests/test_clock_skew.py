@@ -24,7 +24,7 @@ import pytest
 from redis import Redis
 
 from app.background import RECONCILE_LOCK
-from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
+from tests.servers import Process, RedisServer, admin_token, free_port, start_web, start_worker, wait_for
 from tests.test_integration import Api
 
 pytestmark = pytest.mark.integration
@@ -108,8 +108,9 @@ def skewed(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iter
     env = {"DATABASE_URL": database_url, "REDIS_URL": redis_server.url, "RECUR_RECONCILE_SECONDS": "1",
            "RECUR_LEASE_SECONDS": "3", "RECUR_TASK_MODULES": "tests.jobs", MARK: uuid.uuid4().hex}
     port = free_port()
+    token = admin_token(env)
     processes: list[Process] = [start_web({**env, **behind}, port, tmp_path / "web.log")]
-    api = Api(f"http://127.0.0.1:{port}")
+    api = Api(f"http://127.0.0.1:{port}", token)
     try:
         wait_for(lambda: _answers(api), 30, what="the web server")
         # In-process workers (--simple) by default: under libfaketime a forking worker loses work horses,

@@ -13,19 +13,21 @@ from typing import Any
 
 import pytest
 
-from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
+from tests.servers import ROOT, Process, RedisServer, admin_token, free_port, start_web, start_worker, wait_for
 
 pytestmark = pytest.mark.integration
 
 
 class Api:
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, token: str) -> None:
         self.base = base
+        self.token = token
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {self.token}"})
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 raw = response.read()
@@ -52,9 +54,10 @@ class Stack:
             "RECUR_LEASE_SECONDS": "3",
         }
         self.port = free_port()
+        token = admin_token(self.env)
         self.web = start_web(self.env, self.port, tmp_path / "web.log")
         self.workers: list[Process] = []
-        self.api = Api(f"http://127.0.0.1:{self.port}")
+        self.api = Api(f"http://127.0.0.1:{self.port}", token)
         wait_for(self._web_ready, 30, what="the web server")
 
     def _web_ready(self) -> bool:
@@ -177,7 +180,7 @@ def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
         ids = [stack.api.ok("POST", "/api/v1/schedules/", {
             "name": f"r{i}", "workflow_id": workflow["id"], "interval_seconds": 1 + i % 2})["id"] for i in range(20)]
         workers = [stack.start_worker() for _ in range(3)]  # all three recover at once
-        other = Api(f"http://127.0.0.1:{second_web_port}")
+        other = Api(f"http://127.0.0.1:{second_web_port}", stack.api.token)
         wait_for(lambda: _answers(other), 30, what="the second web server")
         wait_for(lambda: all(len(other.runs(i)) >= 4 for i in ids), 40, interval=0.2,
                  what="every schedule to run four times")
@@ -220,3 +223,50 @@ def test_a_work_horse_outliving_its_killed_worker_completes_its_run(stack):
     assert not [r for r in runs if r["status"] == "failed"], runs
     ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs)
     assert max(ticks.values()) == 1, ticks
+
+
+def _owner_token(env: dict[str, str], name: str) -> str:
+    """`flask owners create NAME`, as a user runs it: the new owner's token is the last line printed."""
+    import os
+    import subprocess
+    import sys
+
+    made = subprocess.run([sys.executable, "-m", "flask", "--app", "app:create_app", "owners", "create", name],
+                          cwd=ROOT, env={**os.environ, **env}, check=True, capture_output=True, text=True, timeout=120)
+    return made.stdout.strip().splitlines()[-1]
+
+
+def test_two_owners_made_by_the_cli_each_see_only_their_own(stack):
+    alice = Api(stack.api.base, _owner_token(stack.env, "alice"))
+    bob = Api(stack.api.base, _owner_token(stack.env, "bob"))
+    stack.start_worker()
+    mine = {}
+    for who, api in (("alice", alice), ("bob", bob)):
+        workflow = api.ok("POST", "/api/v1/workflows/", {"name": who, "task": "builtin.noop"})
+        schedule = api.ok("POST", "/api/v1/schedules/", {"name": who, "workflow_id": workflow["id"],
+                                                          "interval_seconds": 1, "total_repeats": 2})
+        mine[who] = (workflow["id"], schedule["id"])
+    for api, own, other in ((alice, mine["alice"], mine["bob"]), (bob, mine["bob"], mine["alice"])):
+        assert [s["id"] for s in api.ok("GET", "/api/v1/schedules/")["items"]] == [own[1]]
+        assert [w["id"] for w in api.ok("GET", "/api/v1/workflows/")["items"]] == [own[0]]
+        for method, path, body in (
+            ("GET", f"/api/v1/schedules/{other[1]}/", None),
+            ("PATCH", f"/api/v1/schedules/{other[1]}/", {"name": "mine now"}),
+            ("POST", f"/api/v1/schedules/{other[1]}/pause/", None),
+            ("POST", f"/api/v1/schedules/{other[1]}/resume/", None),
+            ("GET", f"/api/v1/schedules/{other[1]}/runs/", None),
+            ("GET", f"/api/v1/schedules/{other[1]}/events/", None),
+            ("DELETE", f"/api/v1/schedules/{other[1]}/", None),
+            ("GET", f"/api/v1/workflows/{other[0]}/", None),
+            ("DELETE", f"/api/v1/workflows/{other[0]}/", None),
+        ):
+            status, payload = api.call(method, path, body)
+            assert status == 404, (method, path, status, payload)
+        assert api.ok("POST", "/api/v1/schedules/batch-delete/", {"schedule_ids": [other[1]]}) == {
+            "deleted": [], "not_found": [other[1]]}
+    assert {mine["alice"][1], mine["bob"][1]} <= {s["id"] for s in stack.api.ok("GET", "/api/v1/schedules/")["items"]}
+    for who in ("alice", "bob"):  # nothing the other tried changed anything: both ran to the end
+        wait_for(lambda w=who: stack.api.ok("GET", f"/api/v1/schedules/{mine[w][1]}/")["status"] == "done", 30,
+                 what=f"{who}'s schedule to finish")
+    status, _ = Api(stack.api.base, "recur_not-a-token-at-all-0000000000000").call("GET", "/api/v1/schedules/")
+    assert status == 401

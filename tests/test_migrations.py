@@ -48,3 +48,31 @@ def test_the_reconcilers_walk_uses_the_status_id_index(migrated: Flask) -> None:
     plan = " ".join(row[3] for row in db.session.execute(text("EXPLAIN QUERY PLAN " + sql)))
     assert "ix_scheduled_jobs_status_id" in plan
     assert "TEMP B-TREE" not in plan
+
+
+def test_rows_from_before_owners_belong_to_the_first_admin(database_url: str) -> None:
+    from flask_migrate import upgrade
+
+    from app.extensions import MIGRATIONS_DIR
+
+    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
+    with app.app_context():
+        try:
+            upgrade(directory=MIGRATIONS_DIR, revision="0002")
+            with db.engine.begin() as conn:
+                conn.execute(text("INSERT INTO workflows (id, name, task, created_at) "
+                                  "VALUES (7, 'old', 'builtin.noop', '2026-01-01 00:00:00')"))
+                conn.execute(text(
+                    "INSERT INTO scheduled_jobs (id, name, workflow_id, interval_seconds, total_repeats, max_retries, "
+                    "timeout_seconds, status, current_repeat, current_retry, run_count, error_count, created_at, "
+                    "updated_at, anchor_explicit, day_or, timezone, jitter_seconds, revision) VALUES "
+                    "('00000000-0000-0000-0000-000000000001', 'old', 7, 60, 0, 3, 600, 'active', 0, 0, 0, 0, "
+                    "'2026-01-01 00:00:00', '2026-01-01 00:00:00', false, true, 'UTC', 0, 0)"))
+            upgrade(directory=MIGRATIONS_DIR)
+            with db.engine.connect() as conn:
+                assert conn.execute(text("SELECT name, is_admin FROM owners WHERE id = 1")).one() == ("admin", True)
+                assert conn.execute(text("SELECT owner_id FROM workflows")).scalars().all() == [1]
+                assert conn.execute(text("SELECT owner_id FROM scheduled_jobs")).scalars().all() == [1]
+        finally:
+            db.session.remove()
+            db.engine.dispose()

@@ -62,7 +62,10 @@ def _flatten(errors: Any, prefix: str = "") -> dict[str, list[str]]:
 def init_app(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError) -> Response:
-        return error_body(exc.status, exc.code, exc.message, exc.errors)
+        response = error_body(exc.status, exc.code, exc.message, exc.errors)
+        if exc.status == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="recur"'
+        return response
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(exc: RequestEntityTooLarge) -> Response:

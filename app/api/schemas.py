@@ -122,7 +122,13 @@ class PageIn(Schema):
     offset = fields.Integer(validate=validate.Range(min=0, max=MAX_OFFSET), load_default=0)
 
 
-class ScheduleListIn(PageIn):
+class OwnedPageIn(PageIn):
+    """A page of a list an admin may narrow to one owner's rows (a non-admin sees only their own anyway)."""
+
+    owner_id = fields.Integer(validate=validate.Range(min=1, max=INT_MAX))
+
+
+class ScheduleListIn(OwnedPageIn):
     status = fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus]))
     workflow_id = fields.Integer(validate=validate.Range(min=1, max=INT_MAX))
 
@@ -132,7 +138,8 @@ def iso(instant: datetime | None) -> str | None:
 
 
 def workflow_out(workflow: Workflow) -> dict[str, Any]:
-    return {"id": workflow.id, "name": workflow.name, "task": workflow.task, "created_at": iso(workflow.created_at)}
+    return {"id": workflow.id, "name": workflow.name, "task": workflow.task, "owner_id": workflow.owner_id,
+            "created_at": iso(workflow.created_at)}
 
 
 def schedule_out(schedule: ScheduledJob, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -141,6 +148,7 @@ def schedule_out(schedule: ScheduledJob, extra: dict[str, Any] | None = None) ->
         "name": schedule.name,
         "description": schedule.description,
         "workflow_id": schedule.workflow_id,
+        "owner_id": schedule.owner_id,
         "trigger_node_id": schedule.trigger_node_id,
         "interval_seconds": schedule.interval_seconds,
         "cron": schedule.cron,
@@ -188,3 +196,40 @@ def run_out(run: Run) -> dict[str, Any]:
         "error": run.error,
         "worker": run.worker,
     }
+
+
+class TokenIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    expires_at = _instant(allow_none=True)
+
+
+class OwnerIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    is_admin = fields.Boolean(load_default=False)
+
+
+def owner_out(owner: Any) -> dict[str, Any]:
+    return {"id": owner.id, "name": owner.name, "is_admin": owner.is_admin, "created_at": iso(owner.created_at)}
+
+
+def token_out(token: Any, secret: str | None = None) -> dict[str, Any]:
+    """A token as the API shows it: never its secret, except once, in the answer that made it."""
+    body = {
+        "id": token.id, "name": token.name, "prefix": token.prefix, "owner_id": token.owner_id,
+        "created_at": iso(token.created_at), "last_used_at": iso(token.last_used_at),
+        "expires_at": iso(token.expires_at), "revoked_at": iso(token.revoked_at),
+    }
+    if secret is not None:
+        body["token"] = secret
+    return body
+
+
+def event_out(event: Any) -> dict[str, Any]:
+    return {"id": event.id, "schedule_id": event.schedule_id, "actor_id": event.actor_id,
+            "actor": event.actor_name, "action": event.action, "at": iso(event.at), "changes": event.changes}

@@ -6,7 +6,7 @@ import re
 from functools import cache
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, g, jsonify, request
 from marshmallow import Schema, ValidationError
 from redis.exceptions import RedisError
 from sqlalchemy import func, select
@@ -18,6 +18,7 @@ from app.api.errors import ApiError, not_found, validation_error
 from app.api.schemas import (
     INT_MAX,
     BatchDeleteIn,
+    OwnedPageIn,
     PageIn,
     PreviewIn,
     ScheduleIn,
@@ -28,6 +29,7 @@ from app.api.schemas import (
     schedule_out,
     workflow_out,
 )
+from app.auth.scope import caller, get_owned, scoped
 from app.background import read_stats
 from app.chain import planning
 from app.extensions import db, get_redis
@@ -85,7 +87,8 @@ def _known_shape(schedule_id: str) -> str:
 
 
 def _schedule_or_404(schedule_id: str) -> ScheduledJob:
-    schedule = db.session.get(ScheduledJob, _known_shape(schedule_id))
+    """The caller's schedule; another owner's is as absent as one that never was (404)."""
+    schedule = get_owned(ScheduledJob, _known_shape(schedule_id))
     if schedule is None:
         raise not_found("schedule", schedule_id)
     return schedule
@@ -122,13 +125,17 @@ def _service(call: Any, *args: Any) -> ScheduledJob:
 def health() -> tuple[Response, int]:
     """Whether Redis and the database answer, schedules by status, and the reconciler's running totals."""
     body: dict[str, Any] = {"database": "ok", "redis": "ok"}
+    detail = g.get("owner") is not None and g.owner.is_admin  # open to anyone; the detail only to an admin
     try:
         counts = db.session.execute(select(ScheduledJob.status, func.count()).group_by(ScheduledJob.status)).all()
-        body["schedules"] = {status.value: 0 for status in ScheduleStatus} | dict(counts)  # `invalid`: 0 too
+        if detail:
+            body["schedules"] = {status.value: 0 for status in ScheduleStatus} | dict(counts)  # `invalid`: 0 too
     except SQLAlchemyError as exc:
         body["database"] = f"unavailable: {type(exc).__name__}"
     try:
-        body["reconciler"] = read_stats(get_redis())
+        stats = read_stats(get_redis())
+        if detail:
+            body["reconciler"] = stats
     except RedisError as exc:
         body["redis"] = f"unavailable: {type(exc).__name__}"
     healthy = body["database"] == "ok" and body["redis"] == "ok"
@@ -144,7 +151,7 @@ def create_workflow() -> tuple[Response, int]:
         raise validation_error(
             {"task": [f"unknown task {data['task']!r}; registered tasks: {', '.join(task_names())}"]}
         )
-    workflow = Workflow(name=data["name"], task=data["task"], created_at=clock.utcnow())
+    workflow = Workflow(name=data["name"], task=data["task"], owner_id=caller().id, created_at=clock.utcnow())
     db.session.add(workflow)
     db.session.commit()
     return _created(workflow_out(workflow))
@@ -152,15 +159,17 @@ def create_workflow() -> tuple[Response, int]:
 
 @api.get("/workflows/")
 def list_workflows() -> Response:
-    page = _query(_schema(PageIn))
-    total = db.session.scalar(select(func.count()).select_from(Workflow))
-    rows = db.session.scalars(select(Workflow).order_by(Workflow.id).limit(page["limit"]).offset(page["offset"]))
+    page = _query(_schema(OwnedPageIn))
+    owner_id = page.get("owner_id")
+    total = db.session.scalar(scoped(select(func.count()).select_from(Workflow), Workflow, owner_id))
+    rows = db.session.scalars(
+        scoped(select(Workflow), Workflow, owner_id).order_by(Workflow.id).limit(page["limit"]).offset(page["offset"]))
     return jsonify({"items": [workflow_out(w) for w in rows], "total": total})
 
 
 def _workflow_or_404(workflow_id: int) -> Workflow:
     # IDs beyond INTEGER's range name no workflow, and the databases refuse to compare with them
-    workflow = db.session.get(Workflow, workflow_id) if workflow_id <= INT_MAX else None
+    workflow = get_owned(Workflow, workflow_id) if workflow_id <= INT_MAX else None
     if workflow is None:
         raise not_found("workflow", workflow_id)
     return workflow
@@ -175,7 +184,7 @@ def get_workflow(workflow_id: int) -> Response:
 def delete_workflow(workflow_id: int) -> tuple[str, int]:
     _workflow_or_404(workflow_id)
     schedule_ids = list(db.session.scalars(select(ScheduledJob.id).where(ScheduledJob.workflow_id == workflow_id)))
-    schedules.remove(schedule_ids)
+    schedules.remove(schedule_ids, clock.utcnow())
     db.session.delete(db.session.get(Workflow, workflow_id))
     db.session.commit()
     return "", 204
@@ -191,9 +200,12 @@ def list_schedules() -> Response:
         where.append(ScheduledJob.status == query["status"])
     if "workflow_id" in query:
         where.append(ScheduledJob.workflow_id == query["workflow_id"])
-    total = db.session.scalar(select(func.count()).select_from(ScheduledJob).where(*where))
+    owner_id = query.get("owner_id")
+    total = db.session.scalar(scoped(select(func.count()).select_from(ScheduledJob), ScheduledJob, owner_id)
+                              .where(*where))
     rows = db.session.scalars(
-        select(ScheduledJob).where(*where).order_by(ScheduledJob.created_at.desc(), ScheduledJob.id)
+        scoped(select(ScheduledJob), ScheduledJob, owner_id).where(*where)
+        .order_by(ScheduledJob.created_at.desc(), ScheduledJob.id)
         .limit(query["limit"]).offset(query["offset"])
     )
     return jsonify({"items": [schedule_out(s) for s in rows], "total": total})
@@ -202,6 +214,7 @@ def list_schedules() -> Response:
 @api.post("/schedules/")
 def create_schedule() -> tuple[Response, int]:
     data = _body(_schema(ScheduleIn))
+    data["owner_id"] = caller().id
     schedule = _service(schedules.create, data, clock.utcnow())
     return _created(_schedule_body(schedule))
 
@@ -235,25 +248,28 @@ def update_schedule(schedule_id: str) -> Response:
 
 @api.delete("/schedules/<schedule_id>/")
 def delete_schedule(schedule_id: str) -> tuple[str, int]:
-    if not schedules.remove([_known_shape(schedule_id)]):
+    if not schedules.remove([_schedule_or_404(schedule_id).id], clock.utcnow()):
         raise not_found("schedule", schedule_id)
     return "", 204
 
 
 @api.post("/schedules/<schedule_id>/pause/")
 def pause_schedule(schedule_id: str) -> Response:
-    return jsonify(_schedule_body(_service(schedules.pause, _known_shape(schedule_id), clock.utcnow())))
+    return jsonify(_schedule_body(_service(schedules.pause, _schedule_or_404(schedule_id).id, clock.utcnow())))
 
 
 @api.post("/schedules/<schedule_id>/resume/")
 def resume_schedule(schedule_id: str) -> Response:
-    return jsonify(_schedule_body(_service(schedules.resume, _known_shape(schedule_id), clock.utcnow())))
+    return jsonify(_schedule_body(_service(schedules.resume, _schedule_or_404(schedule_id).id, clock.utcnow())))
 
 
 @api.post("/schedules/batch-delete/")
 def batch_delete() -> Response:
     data = _body(_schema(BatchDeleteIn))
-    deleted = schedules.remove([i for i in data["schedule_ids"] if _is_schedule_id(i)])
+    shaped = [i for i in data["schedule_ids"] if _is_schedule_id(i)]
+    # Another owner's ids are left alone and reported as not found, like ids that never were.
+    owned = list(db.session.scalars(scoped(select(ScheduledJob.id), ScheduledJob).where(ScheduledJob.id.in_(shaped))))
+    deleted = schedules.remove(owned, clock.utcnow())
     missing = [i for i in data["schedule_ids"] if i not in set(deleted)]
     return jsonify({"deleted": deleted, "not_found": missing})
 

@@ -1,0 +1,117 @@
+"""Who is calling, their tokens, and (for admins) the owners: /me/, /tokens/, /owners/, and a schedule's
+audit trail (/schedules/{id}/events/)."""
+
+from __future__ import annotations
+
+from flask import Response, jsonify
+from sqlalchemy import delete, func, select
+
+from app import clock
+from app.api.errors import ApiError, not_found
+from app.api.schemas import INT_MAX, OwnerIn, PageIn, TokenIn, event_out, owner_out, token_out
+from app.api.views import _body, _created, _known_shape, _query, _schema, api
+from app.auth.models import ApiToken, Owner, ScheduleEvent
+from app.auth.scope import caller, get_owned, scoped
+from app.auth.tokens import issue
+from app.extensions import db
+from app.models import ScheduledJob, Workflow
+
+
+def _admin_only() -> Owner:
+    owner = caller()
+    if not owner.is_admin:
+        raise ApiError(403, "forbidden", "Only an admin may manage owners.")
+    return owner
+
+
+@api.get("/me/")
+def me() -> Response:
+    return jsonify(owner_out(caller()))
+
+
+@api.get("/tokens/")
+def list_tokens() -> Response:
+    page = _query(_schema(PageIn))
+    mine = select(ApiToken).where(ApiToken.owner_id == caller().id)
+    total = db.session.scalar(select(func.count()).select_from(mine.subquery()))
+    rows = db.session.scalars(mine.order_by(ApiToken.id).limit(page["limit"]).offset(page["offset"]))
+    return jsonify({"items": [token_out(t) for t in rows], "total": total})
+
+
+@api.post("/tokens/")
+def create_token() -> tuple[Response, int]:
+    data = _body(_schema(TokenIn))
+    now = clock.utcnow()
+    if data.get("expires_at") is not None and data["expires_at"] <= now:
+        raise ApiError(422, "validation_error", "The request body is invalid.",
+                       {"expires_at": ["must be in the future"]})
+    issued = issue(caller(), data["name"], now, data.get("expires_at"))
+    db.session.commit()
+    return _created(token_out(issued.token, issued.secret))
+
+
+@api.delete("/tokens/<int:token_id>/")
+def revoke_token(token_id: int) -> tuple[str, int]:
+    token = db.session.get(ApiToken, token_id) if token_id <= INT_MAX else None
+    if token is None or token.owner_id != caller().id:
+        raise not_found("token", token_id)
+    if token.revoked_at is None:
+        token.revoked_at = clock.utcnow()
+        db.session.commit()
+    return "", 204
+
+
+@api.get("/owners/")
+def list_owners() -> Response:
+    _admin_only()
+    page = _query(_schema(PageIn))
+    total = db.session.scalar(select(func.count()).select_from(Owner))
+    rows = db.session.scalars(select(Owner).order_by(Owner.id).limit(page["limit"]).offset(page["offset"]))
+    return jsonify({"items": [owner_out(o) for o in rows], "total": total})
+
+
+@api.post("/owners/")
+def create_owner() -> tuple[Response, int]:
+    _admin_only()
+    data = _body(_schema(OwnerIn))
+    if db.session.scalar(select(Owner).where(Owner.name == data["name"])) is not None:
+        raise ApiError(422, "validation_error", "The request body is invalid.",
+                       {"name": [f"an owner named {data['name']!r} exists already"]})
+    now = clock.utcnow()
+    owner = Owner(name=data["name"], is_admin=data["is_admin"], created_at=now)
+    db.session.add(owner)
+    db.session.flush()
+    issued = issue(owner, "first token", now)
+    db.session.commit()
+    return _created({**owner_out(owner), "token": token_out(issued.token, issued.secret)})
+
+
+@api.delete("/owners/<int:owner_id>/")
+def delete_owner(owner_id: int) -> tuple[str, int]:
+    admin = _admin_only()
+    owner = db.session.get(Owner, owner_id) if owner_id <= INT_MAX else None
+    if owner is None:
+        raise not_found("owner", owner_id)
+    if owner.id == admin.id:
+        raise ApiError(400, "invalid_state", "An admin cannot delete their own owner.")
+    from app import schedules
+
+    ids = list(db.session.scalars(select(ScheduledJob.id).where(ScheduledJob.owner_id == owner_id)))
+    schedules.remove(ids, clock.utcnow())  # their pending links go too
+    db.session.execute(delete(Workflow).where(Workflow.owner_id == owner_id))
+    db.session.execute(delete(Owner).where(Owner.id == owner_id))  # its tokens and events go with it
+    db.session.commit()
+    return "", 204
+
+
+@api.get("/schedules/<schedule_id>/events/")
+def list_events(schedule_id: str) -> Response:
+    """Newest first; kept after the schedule is deleted, so "who deleted it?" has an answer too."""
+    page = _query(_schema(PageIn))
+    mine = scoped(select(ScheduleEvent), ScheduleEvent).where(ScheduleEvent.schedule_id == _known_shape(schedule_id))
+    total = db.session.scalar(select(func.count()).select_from(mine.subquery()))
+    if not total and get_owned(ScheduledJob, schedule_id) is None:
+        raise not_found("schedule", schedule_id)
+    rows = db.session.scalars(
+        mine.order_by(ScheduleEvent.at.desc(), ScheduleEvent.id.desc()).limit(page["limit"]).offset(page["offset"]))
+    return jsonify({"items": [event_out(e) for e in rows], "total": total})

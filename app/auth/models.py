@@ -1,0 +1,55 @@
+"""Owners (people or service accounts), their API tokens, and the audit trail of schedule changes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.extensions import db
+from app.models import UTCDateTime
+
+
+class Owner(db.Model):  # type: ignore[name-defined,misc]
+    __tablename__ = "owners"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ApiToken(db.Model):  # type: ignore[name-defined,misc]
+    """A bearer token, kept only as its SHA-256: the token itself is shown once, when it is made."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    # The first characters of the token ("recur_AbC1"), so that a person can tell their tokens apart.
+    prefix: Mapped[str] = mapped_column(String(16))
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class ScheduleEvent(db.Model):  # type: ignore[name-defined,misc]
+    """Who changed a schedule, how and when: written in the same transaction as the change. Kept after
+    the schedule is deleted (no foreign key to it), so that "who deleted this?" has an answer too."""
+
+    __tablename__ = "schedule_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    schedule_id: Mapped[str] = mapped_column(String(36), index=True)
+    # The schedule's owner, for scoping once the schedule itself is gone.
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
+    actor_id: Mapped[int | None] = mapped_column(ForeignKey("owners.id", ondelete="SET NULL"), nullable=True)
+    actor_name: Mapped[str] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(32))
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    changes: Mapped[Any] = mapped_column(JSON, nullable=True)
