@@ -143,15 +143,18 @@ def start_worker(env: dict[str, str], log_path: Path, *extra: str, new_session: 
     return Process([sys.executable, "worker.py", *extra], env, log_path, new_session=new_session)
 
 
-def admin_token(env: dict[str, str]) -> str:
-    """A new API token of the first admin, for real processes' HTTP clients: the schema is brought up to
-    date and the token made with the same `flask` commands a user runs (the token is their last line)."""
+def flask_command(env: dict[str, str], *args: str) -> str:
+    """Run `flask --app app:create_app ARGS` as a user would, against `env`'s database; returns its output."""
     import os
     import sys
 
-    full_env = {**os.environ, **env}
-    flask = [sys.executable, "-m", "flask", "--app", "app:create_app"]
-    subprocess.run([*flask, "init-db"], cwd=ROOT, env=full_env, check=True, capture_output=True, timeout=120)
-    made = subprocess.run([*flask, "tokens", "create", "admin", "--name", "test client"], cwd=ROOT, env=full_env,
-                          check=True, capture_output=True, text=True, timeout=120)
-    return made.stdout.strip().splitlines()[-1]
+    done = subprocess.run([sys.executable, "-m", "flask", "--app", "app:create_app", *args], cwd=ROOT,
+                          env={**os.environ, **env}, check=True, capture_output=True, text=True, timeout=120)
+    return done.stdout
+
+
+def admin_token(env: dict[str, str]) -> str:
+    """A new API token of the first admin, for real processes' HTTP clients: the schema is brought up to
+    date and the token made with the same `flask` commands a user runs (the token is their last line)."""
+    flask_command(env, "init-db")
+    return flask_command(env, "tokens", "create", "admin", "--name", "test client").strip().splitlines()[-1]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import ROOT, Process, RedisServer, admin_token, free_port, start_web, start_worker, wait_for
+from tests.servers import Process, RedisServer, admin_token, flask_command, free_port, start_web, start_worker, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -227,13 +227,7 @@ def test_a_work_horse_outliving_its_killed_worker_completes_its_run(stack):
 
 def _owner_token(env: dict[str, str], name: str) -> str:
     """`flask owners create NAME`, as a user runs it: the new owner's token is the last line printed."""
-    import os
-    import subprocess
-    import sys
-
-    made = subprocess.run([sys.executable, "-m", "flask", "--app", "app:create_app", "owners", "create", name],
-                          cwd=ROOT, env={**os.environ, **env}, check=True, capture_output=True, text=True, timeout=120)
-    return made.stdout.strip().splitlines()[-1]
+    return flask_command(env, "owners", "create", name).strip().splitlines()[-1]
 
 
 def test_two_owners_made_by_the_cli_each_see_only_their_own(stack):
