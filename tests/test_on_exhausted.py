@@ -1,0 +1,135 @@
+"""What happens when a tick's retries run out (on_exhausted: dead, pause, continue), driven through real
+RQ machinery on fakeredis and a real redis-server; and the pause note through the API."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from app import schedules
+from app.auth.models import ScheduleEvent
+from app.extensions import db
+from app.models import ScheduleStatus
+from tests.chain_driver import fresh, make_schedule, runs_of, scheduled_ids, step
+
+
+def _failing(now, **fields):
+    return make_schedule(now, task="builtin.fail", max_retries=1, trigger_payload={"message": "boom"}, **fields)
+
+
+def test_continue_gives_up_the_tick_and_runs_the_next_ones(chain_app, fake_clock):
+    schedule = _failing(fake_clock.now, interval_seconds=10, on_exhausted="continue")
+    for _ in range(5):
+        step(chain_app, fake_clock)
+    row = fresh(schedule.id)
+    assert row.status == ScheduleStatus.ACTIVE.value
+    assert [(r.repeat_number, r.retry_number, r.status) for r in runs_of(schedule.id)] == [
+        (0, 0, "failed"), (0, 1, "failed"), (1, 0, "failed"), (1, 1, "failed"), (2, 0, "failed")]
+    assert (row.current_repeat, row.current_retry, row.run_count, row.error_count) == (2, 1, 0, 5)
+    assert row.next_run_at is not None and len(scheduled_ids(chain_app)) == 1
+
+
+def test_continue_on_a_cron_schedule_goes_on_to_the_next_slot(chain_app, fake_clock):
+    schedule = _failing(fake_clock.now, cron="*/5 * * * *", on_exhausted="continue")
+    first = step(chain_app, fake_clock)
+    step(chain_app, fake_clock)  # the retry, which fails too: the tick is given up
+    row = fresh(schedule.id)
+    assert row.status == ScheduleStatus.ACTIVE.value and row.current_repeat == 1
+    assert row.next_run_at == first + timedelta(minutes=5)  # the next slot, not a retry of the old one
+
+
+def test_continue_with_no_further_tick_is_done(chain_app, fake_clock):
+    schedule = _failing(fake_clock.now, at=fake_clock.now + timedelta(seconds=30),
+                        on_exhausted="continue")
+    step(chain_app, fake_clock)
+    step(chain_app, fake_clock)
+    assert step(chain_app, fake_clock) is None
+    assert fresh(schedule.id).status == ScheduleStatus.DONE.value
+
+
+def test_pause_pauses_with_a_note_and_resume_starts_it_again(chain_app, fake_clock):
+    schedule = _failing(fake_clock.now, interval_seconds=10, on_exhausted="pause")
+    step(chain_app, fake_clock)
+    last = step(chain_app, fake_clock)
+    assert step(chain_app, fake_clock) is None
+    row = fresh(schedule.id)
+    assert row.status == ScheduleStatus.PAUSED.value and row.next_run_at is None
+    assert row.pause_note == "paused after retries ran out: RuntimeError: boom"
+    assert row.paused_at is not None and row.paused_at >= last
+    assert scheduled_ids(chain_app) == []
+    events = db.session.scalars(select(ScheduleEvent).where(ScheduleEvent.schedule_id == schedule.id)
+                                .order_by(ScheduleEvent.id)).all()
+    assert [(e.action, e.actor_name) for e in events] == [("create", "system"), ("pause", "system")]
+    assert events[1].changes == {"pause_note": row.pause_note}
+    db.session.rollback()
+
+    schedules.resume(schedule.id, fake_clock.now)
+    row = fresh(schedule.id)
+    assert row.status == ScheduleStatus.ACTIVE.value and (row.pause_note, row.paused_at) == (None, None)
+    assert step(chain_app, fake_clock) is not None
+    assert fresh(schedule.id).current_retry == 1  # it runs (and fails) again
+
+
+def test_dead_is_the_default_and_unchanged(chain_app, fake_clock):
+    schedule = _failing(fake_clock.now, interval_seconds=10)
+    assert schedule.on_exhausted == "dead"
+    step(chain_app, fake_clock)
+    step(chain_app, fake_clock)
+    assert step(chain_app, fake_clock) is None
+    row = fresh(schedule.id)
+    assert row.status == ScheduleStatus.DEAD.value and row.pause_note is None and row.paused_at is None
+
+
+def _api_schedule(client, **fields):
+    workflow = client.post("/api/v1/workflows/", json={"name": "wf", "task": "builtin.noop"}).json["id"]
+    response = client.post("/api/v1/schedules/", json={"name": "s", "workflow_id": workflow,
+                                                       "interval_seconds": 60, **fields})
+    assert response.status_code == 201, response.json
+    return response.json
+
+
+def _assert_422(response, field):
+    assert response.status_code == 422, response.json
+    assert field in response.json["errors"], response.json
+
+
+def test_on_exhausted_through_the_api(client):
+    created = _api_schedule(client)
+    assert created["on_exhausted"] == "dead"
+    assert (created["pause_note"], created["paused_at"]) == (None, None)
+    assert _api_schedule(client, on_exhausted="continue")["on_exhausted"] == "continue"
+    patched = client.patch(f"/api/v1/schedules/{created['id']}/", json={"on_exhausted": "pause"})
+    assert patched.status_code == 200 and patched.json["on_exhausted"] == "pause"
+    workflow = created["workflow_id"]
+    for bad in ("stop", "", None, 3):
+        _assert_422(client.post("/api/v1/schedules/", json={"name": "s", "workflow_id": workflow,
+                                                           "interval_seconds": 60, "on_exhausted": bad}),
+                    "on_exhausted")
+
+
+def test_pause_note_is_shown_and_resume_clears_it(client, fake_clock):
+    schedule_id = _api_schedule(client)["id"]
+    paused = client.post(f"/api/v1/schedules/{schedule_id}/pause/", json={"note": "db migration tonight"})
+    assert paused.status_code == 200, paused.json
+    assert paused.json["pause_note"] == "db migration tonight"
+    assert paused.json["paused_at"] == fake_clock.now.isoformat()
+    assert client.get(f"/api/v1/schedules/{schedule_id}/").json["pause_note"] == "db migration tonight"
+    events = client.get(f"/api/v1/schedules/{schedule_id}/events/").json["items"]
+    assert events[-1]["action"] == "pause" and events[-1]["changes"] == {"pause_note": "db migration tonight"}
+    resumed = client.post(f"/api/v1/schedules/{schedule_id}/resume/")
+    assert (resumed.json["pause_note"], resumed.json["paused_at"]) == (None, None)
+    # No body, an empty JSON object, or a null note: paused without a note.
+    for kwargs in ({}, {"json": {}}, {"json": {"note": None}}):
+        paused = client.post(f"/api/v1/schedules/{schedule_id}/pause/", **kwargs)
+        assert paused.status_code == 200 and paused.json["pause_note"] is None, paused.json
+        assert paused.json["paused_at"] is not None
+        client.post(f"/api/v1/schedules/{schedule_id}/resume/")
+
+
+def test_a_bad_pause_note_is_422_naming_note_and_pauses_nothing(client):
+    schedule_id = _api_schedule(client)["id"]
+    for bad in ("x" * 1001, 5, ["a"], {"a": 1}):
+        _assert_422(client.post(f"/api/v1/schedules/{schedule_id}/pause/", json={"note": bad}), "note")
+    _assert_422(client.post(f"/api/v1/schedules/{schedule_id}/pause/", json={"other": 1}), "other")
+    assert client.get(f"/api/v1/schedules/{schedule_id}/").json["status"] == "active"
