@@ -40,6 +40,18 @@ class ScheduleStatus(StrEnum):
     INVALID = "invalid"
 
 
+class OnExhausted(StrEnum):
+    """What a schedule does when a tick has failed and has no retry left."""
+
+    DEAD = "dead"  # the schedule stops for good (status dead)
+    PAUSE = "pause"  # the schedule is paused with a note saying why; resume starts it again
+    CONTINUE = "continue"  # the tick is given up (its last run stays failed) and the chain goes on
+
+
+# A pause note is shown back as given; long enough for a sentence and an error message.
+PAUSE_NOTE_MAX = 1000
+
+
 class RunStatus(StrEnum):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
@@ -106,6 +118,11 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     only_between: Mapped[str | None] = mapped_column(String(32), nullable=True)
     not_on: Mapped[Any] = mapped_column(JSON, nullable=True)
     jitter_seconds: Mapped[int] = mapped_column(Integer, default=0)
+    on_exhausted: Mapped[str] = mapped_column(String(16), default=OnExhausted.DEAD.value,
+                                              server_default=OnExhausted.DEAD.value)
+    # Why and when the schedule was paused (by a caller, or by on_exhausted=pause); cleared on resume.
+    pause_note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
     # Fencing: bumped by every edit that re-plans; a link carries the revision it was planned under.
     revision: Mapped[int] = mapped_column(Integer, default=0)

@@ -13,7 +13,7 @@ from app.chain import planning
 from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw
 from app.clock import ceil_second
 from app.extensions import db, get_redis
-from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
+from app.models import OnExhausted, Run, ScheduledJob, ScheduleStatus, Workflow
 
 # Request fields that set the timing columns, and the columns they set.
 _KINDS = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
@@ -21,7 +21,7 @@ _KIND_COLUMNS = ("interval_seconds", "cron", "rrule", "at")
 _CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between", "not_on", "jitter_seconds")
 _PLAIN_COLUMNS = (
     "name", "description", "workflow_id", "owner_id", "trigger_node_id", "total_repeats", "max_retries",
-    "timeout_seconds", "trigger_payload",
+    "timeout_seconds", "trigger_payload", "on_exhausted",
 )
 
 
@@ -162,15 +162,18 @@ def _finish_by_patch(schedule: ScheduledJob, now: datetime) -> ScheduledJob:
     return schedule
 
 
-def pause(schedule_id: str, now: datetime) -> ScheduledJob:
+def pause(schedule_id: str, now: datetime, note: str | None = None) -> ScheduledJob:
+    """Pause, with an optional note saying why (shown as pause_note until the schedule is resumed)."""
     schedule = _locked(schedule_id)
     if schedule.status != ScheduleStatus.ACTIVE.value:
         raise Conflict(f"only an active schedule can be paused; this one is {schedule.status}")
     schedule.status = ScheduleStatus.PAUSED.value
     schedule.next_run_at = None
+    schedule.pause_note = note
+    schedule.paused_at = now
     schedule.revision += 1
     schedule.updated_at = now
-    audit.record(schedule.id, schedule.owner_id, "pause", now)
+    audit.record(schedule.id, schedule.owner_id, "pause", now, {"pause_note": note} if note else None)
     db.session.commit()
     withdraw(schedule)
     return schedule
@@ -181,6 +184,8 @@ def resume(schedule_id: str, now: datetime) -> ScheduledJob:
     if schedule.status != ScheduleStatus.PAUSED.value:
         raise Conflict(f"only a paused schedule can be resumed; this one is {schedule.status}")
     schedule.status = ScheduleStatus.ACTIVE.value
+    schedule.pause_note = None
+    schedule.paused_at = None
     schedule.revision += 1
     _start_new_tick(schedule)
     if schedule.interval_seconds and not schedule.anchor_explicit:
@@ -265,6 +270,7 @@ def _defaults(schedule: ScheduledJob) -> None:
         ("total_repeats", 0), ("max_retries", 3), ("timeout_seconds", 600), ("timezone", "UTC"),
         ("day_or", True), ("jitter_seconds", 0), ("anchor_explicit", False), ("revision", 0),
         ("current_repeat", 0), ("current_retry", 0), ("run_count", 0), ("error_count", 0),
+        ("on_exhausted", OnExhausted.DEAD.value),
     ):
         if getattr(schedule, column) is None:
             setattr(schedule, column, default)

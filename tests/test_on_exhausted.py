@@ -32,11 +32,15 @@ def test_continue_gives_up_the_tick_and_runs_the_next_ones(chain_app, fake_clock
 
 def test_continue_on_a_cron_schedule_goes_on_to_the_next_slot(chain_app, fake_clock):
     schedule = _failing(fake_clock.now, cron="*/5 * * * *", on_exhausted="continue")
-    first = step(chain_app, fake_clock)
-    step(chain_app, fake_clock)  # the retry, which fails too: the tick is given up
+    step(chain_app, fake_clock)
+    retried = step(chain_app, fake_clock)  # the retry, which fails too: the tick is given up
     row = fresh(schedule.id)
-    assert row.status == ScheduleStatus.ACTIVE.value and row.current_repeat == 1
-    assert row.next_run_at == first + timedelta(minutes=5)  # the next slot, not a retry of the old one
+    assert row.status == ScheduleStatus.ACTIVE.value and (row.current_repeat, row.current_retry) == (1, 0)
+    # The next cron slot after the retry (fixed rate: a slot already past is not run late).
+    assert retried.minute % 5 == 0 and row.next_run_at == retried + timedelta(minutes=5)
+    planned = row.next_run_at
+    assert step(chain_app, fake_clock) == planned
+    assert [(r.repeat_number, r.retry_number) for r in runs_of(schedule.id)] == [(0, 0), (0, 1), (1, 0)]
 
 
 def test_continue_with_no_further_tick_is_done(chain_app, fake_clock):
@@ -113,10 +117,10 @@ def test_pause_note_is_shown_and_resume_clears_it(client, fake_clock):
     paused = client.post(f"/api/v1/schedules/{schedule_id}/pause/", json={"note": "db migration tonight"})
     assert paused.status_code == 200, paused.json
     assert paused.json["pause_note"] == "db migration tonight"
-    assert paused.json["paused_at"] == fake_clock.now.isoformat()
+    assert paused.json["paused_at"] == fake_clock.now.isoformat().replace("+00:00", "Z")
     assert client.get(f"/api/v1/schedules/{schedule_id}/").json["pause_note"] == "db migration tonight"
     events = client.get(f"/api/v1/schedules/{schedule_id}/events/").json["items"]
-    assert events[-1]["action"] == "pause" and events[-1]["changes"] == {"pause_note": "db migration tonight"}
+    assert events[0]["action"] == "pause" and events[0]["changes"] == {"pause_note": "db migration tonight"}
     resumed = client.post(f"/api/v1/schedules/{schedule_id}/resume/")
     assert (resumed.json["pause_note"], resumed.json["paused_at"]) == (None, None)
     # No body, an empty JSON object, or a null note: paused without a note.

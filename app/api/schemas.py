@@ -14,7 +14,7 @@ from flask import current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from app import timing
-from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
+from app.models import PAUSE_NOTE_MAX, OnExhausted, Run, ScheduledJob, ScheduleStatus, Workflow
 
 # The documented maxima (README). INT_MAX is PostgreSQL's INTEGER, the type of every integer column.
 INT_MAX = 2**31 - 1
@@ -101,6 +101,16 @@ class ScheduleIn(TimingIn):
     max_retries = _int(0, MAX_RETRIES)
     timeout_seconds = _int(1, MAX_TIMEOUT_SECONDS)
     trigger_payload = fields.Raw(allow_none=True, validate=_payload_size)
+    on_exhausted = fields.String(validate=validate.OneOf([p.value for p in OnExhausted]))
+
+
+class PauseIn(Schema):
+    """Pause body (optional): a note saying why, shown until the schedule is resumed."""
+
+    class Meta:
+        unknown = RAISE
+
+    note = fields.String(allow_none=True, validate=validate.Length(max=PAUSE_NOTE_MAX))
 
 
 class PreviewIn(TimingIn):
@@ -166,7 +176,10 @@ def schedule_out(schedule: ScheduledJob, extra: dict[str, Any] | None = None) ->
         "max_retries": schedule.max_retries,
         "timeout_seconds": schedule.timeout_seconds,
         "trigger_payload": schedule.trigger_payload,
+        "on_exhausted": schedule.on_exhausted,
         "status": schedule.status,
+        "pause_note": schedule.pause_note,
+        "paused_at": iso(schedule.paused_at),
         "current_repeat": schedule.current_repeat,
         "current_retry": schedule.current_retry,
         "last_run_at": iso(schedule.last_run_at),

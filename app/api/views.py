@@ -20,6 +20,7 @@ from app.api.schemas import (
     BatchDeleteIn,
     OwnedPageIn,
     PageIn,
+    PauseIn,
     PreviewIn,
     ScheduleIn,
     ScheduleListIn,
@@ -255,7 +256,10 @@ def delete_schedule(schedule_id: str) -> tuple[str, int]:
 
 @api.post("/schedules/<schedule_id>/pause/")
 def pause_schedule(schedule_id: str) -> Response:
-    return jsonify(_schedule_body(_service(schedules.pause, _schedule_or_404(schedule_id).id, clock.utcnow())))
+    schedule_id = _schedule_or_404(schedule_id).id
+    # The body is optional: none at all (as before) pauses without a note; so do {} and an empty note.
+    note = _body(_schema(PauseIn)).get("note") if request.get_data(cache=True) else None
+    return jsonify(_schedule_body(_service(schedules.pause, schedule_id, clock.utcnow(), note or None)))
 
 
 @api.post("/schedules/<schedule_id>/resume/")

@@ -6,9 +6,12 @@ from datetime import datetime
 from typing import Any
 
 from flask import g, has_request_context
+from sqlalchemy import JSON, bindparam, insert
 
 from app.auth.models import ScheduleEvent
+from app.chain import driver
 from app.extensions import db
+from app.models import UTCDateTime
 
 
 def record(schedule_id: str, owner_id: int, action: str, now: datetime,
@@ -20,6 +23,22 @@ def record(schedule_id: str, owner_id: int, action: str, now: datetime,
         schedule_id=schedule_id, owner_id=owner_id, actor_id=actor.id if actor else None,
         actor_name=actor.name if actor else "system", action=action, at=now, changes=changes or None,
     ))
+
+
+# For changes a worker makes inside a transaction of its own on the driver (app.chain.driver), not
+# through the ORM session: the same row, actor "system", written in the caller's transaction.
+_SYSTEM_EVENT = driver.Statement(insert(ScheduleEvent.__table__).values(
+    schedule_id=bindparam("e_schedule_id"), owner_id=bindparam("e_owner_id"), actor_id=None,
+    actor_name="system", action=bindparam("e_action"), at=bindparam("e_at", type_=UTCDateTime()),
+    changes=bindparam("e_changes", type_=JSON()),
+))
+
+
+def record_system(tx: driver.Transaction, schedule_id: str, owner_id: int, action: str, now: datetime,
+                  changes: dict[str, Any] | None = None) -> None:
+    """Write an event by the system (a policy, not a caller) in the driver transaction `tx`."""
+    tx.execute(_SYSTEM_EVENT, {"e_schedule_id": schedule_id, "e_owner_id": owner_id, "e_action": action,
+                               "e_at": now, "e_changes": changes or None})
 
 
 def jsonable(value: Any) -> Any:

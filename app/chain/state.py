@@ -14,9 +14,19 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from app.auth import audit
 from app.chain import driver, invalid, planning
 from app.extensions import db
-from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
+from app.models import (
+    PAUSE_NOTE_MAX,
+    OnExhausted,
+    Run,
+    RunStatus,
+    ScheduledJob,
+    ScheduleStatus,
+    UTCDateTime,
+    Workflow,
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,12 @@ _SAVE_CHAIN_STATE = driver.Statement(
     .where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.running_run_id == bindparam("p_run_id")))
     .values({name: bindparam(f"p_{name}", type_=_SCHEDULES.c[name].type) for name in _CHAIN_COLUMNS})
 )
+# Only when on_exhausted=pause pauses the schedule: off the path of every other finish.
+_SAVE_PAUSE = driver.Statement(
+    update(_SCHEDULES)
+    .where(_SCHEDULES.c.id == bindparam("p_id"))
+    .values(pause_note=bindparam("p_pause_note"), paused_at=bindparam("p_paused_at", type_=UTCDateTime()))
+)
 # In warm_up's order: the INSERT, which the foreign key refuses, last.
 _HOT_PATH = (_CLAIM, _FINISH_RUN, _LOAD_SCHEDULE, _SAVE_CHAIN_STATE, _RECORD_RUN)
 
@@ -189,17 +205,27 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
         schedule = _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
         if schedule.running_run_id != run_id:  # already written off: keep the run's record, nothing else
             return None
+        paused = False
         try:
-            _apply_outcome(schedule, status, error, nominal, now)
+            paused = _apply_outcome(schedule, status, error, nominal, now)
         except Exception as exc:  # its next tick cannot be planned: the run keeps its outcome, the chain stops
             invalid.invalidate(schedule, exc)
         values = {f"p_{name}": getattr(schedule, name) for name in _CHAIN_COLUMNS}
         tx.execute(_SAVE_CHAIN_STATE, {"p_id": schedule_id, "p_run_id": run_id, **values})
+        if paused:
+            _save_pause(tx, schedule, now)
     return schedule
 
 
+def _save_pause(tx: driver.Transaction, schedule: ScheduledJob, now: datetime) -> None:
+    """Pause by on_exhausted: the note and time, and the event saying the system did it (same commit)."""
+    tx.execute(_SAVE_PAUSE, {"p_id": schedule.id, "p_pause_note": schedule.pause_note, "p_paused_at": now})
+    audit.record_system(tx, schedule.id, schedule.owner_id, "pause", now, {"pause_note": schedule.pause_note})
+
+
 def _apply_outcome(schedule: ScheduledJob, status: RunStatus, error: str | None, nominal: datetime,
-                   now: datetime) -> None:
+                   now: datetime) -> bool:
+    """Advance the schedule (in memory) by the outcome; True when on_exhausted=pause paused it."""
     schedule.running_run_id = None
     schedule.updated_at = now
     if status is RunStatus.SKIPPED:
@@ -222,9 +248,32 @@ def _apply_outcome(schedule: ScheduledJob, status: RunStatus, error: str | None,
         schedule.last_error = error
         schedule.current_retry += 1
         if schedule.current_retry > schedule.max_retries:
-            _finish(schedule, ScheduleStatus.DEAD)
-        elif schedule.status == ScheduleStatus.ACTIVE.value:
+            return _exhausted(schedule, error, nominal, now)
+        if schedule.status == ScheduleStatus.ACTIVE.value:
             schedule.next_run_at = planning.retry_at(schedule, nominal, now)
+    return False
+
+
+def _exhausted(schedule: ScheduledJob, error: str | None, nominal: datetime, now: datetime) -> bool:
+    """The tick failed with no retry left: the schedule's on_exhausted decides. True when it paused."""
+    policy = schedule.on_exhausted
+    if policy == OnExhausted.CONTINUE.value:
+        # The tick is given up (its last run stays failed): on to the next tick, as a skipped one goes.
+        schedule.current_repeat += 1
+        schedule.current_retry = 0
+        _advance(schedule, nominal, now)
+        return False
+    if policy == OnExhausted.PAUSE.value:
+        if schedule.status != ScheduleStatus.ACTIVE.value:  # paused by a caller meanwhile: their note stands
+            schedule.next_run_at = None
+            return False
+        schedule.status = ScheduleStatus.PAUSED.value
+        schedule.next_run_at = None
+        schedule.pause_note = f"paused after retries ran out: {error or 'no error recorded'}"[:PAUSE_NOTE_MAX]
+        schedule.paused_at = now
+        return True
+    _finish(schedule, ScheduleStatus.DEAD)
+    return False
 
 
 def _advance(schedule: ScheduledJob, after_nominal: datetime, now: datetime) -> None:
