@@ -76,3 +76,30 @@ def test_rows_from_before_owners_belong_to_the_first_admin(database_url: str) ->
         finally:
             db.session.remove()
             db.engine.dispose()
+
+
+def test_schedules_from_before_on_exhausted_keep_dying_when_retries_run_out(database_url: str) -> None:
+    from flask_migrate import upgrade
+
+    from app.extensions import MIGRATIONS_DIR
+
+    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
+    with app.app_context():
+        try:
+            upgrade(directory=MIGRATIONS_DIR, revision="0002")
+            with db.engine.begin() as conn:
+                conn.execute(text("INSERT INTO workflows (id, name, task, created_at) "
+                                  "VALUES (7, 'old', 'builtin.noop', '2026-01-01 00:00:00')"))
+                conn.execute(text(
+                    "INSERT INTO scheduled_jobs (id, name, workflow_id, interval_seconds, total_repeats, max_retries, "
+                    "timeout_seconds, status, current_repeat, current_retry, run_count, error_count, created_at, "
+                    "updated_at, anchor_explicit, day_or, timezone, jitter_seconds, revision) VALUES "
+                    "('00000000-0000-0000-0000-000000000001', 'old', 7, 60, 0, 3, 600, 'paused', 0, 0, 0, 0, "
+                    "'2026-01-01 00:00:00', '2026-01-01 00:00:00', false, true, 'UTC', 0, 0)"))
+            upgrade(directory=MIGRATIONS_DIR)
+            with db.engine.connect() as conn:
+                row = conn.execute(text("SELECT on_exhausted, pause_note, paused_at FROM scheduled_jobs")).one()
+            assert tuple(row) == ("dead", None, None)
+        finally:
+            db.session.remove()
+            db.engine.dispose()
