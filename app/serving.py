@@ -23,7 +23,7 @@ def write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: st
     util.write_nonblock(sock, head + body)
 
 
-class JsonErrorWorker(ThreadWorker):
+class JsonErrorWorker(ThreadWorker):  # type: ignore[misc]
     """gunicorn's threaded worker, answering its own errors as JSON."""
 
     def init_process(self) -> None:

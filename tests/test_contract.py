@@ -160,6 +160,10 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str) 
     return {"returncode": result.returncode, "output": output, "requests": len(interactions), "statuses": statuses}
 
 
+def _each(option: str, values: list[str]) -> list[str]:
+    return [item for value in values for item in (option, value)]
+
+
 @pytest.mark.integration
 def test_the_live_server_keeps_its_contract_under_schemathesis(web, tmp_path):
     # Something to find: a workflow and a schedule of the admin's, so reads and edits reach real rows.
@@ -172,10 +176,10 @@ def test_the_live_server_keeps_its_contract_under_schemathesis(web, tmp_path):
     # Revoking tokens and deleting owners may revoke the very token the run uses: they run apart, last,
     # with a token of their own, so the rest of the run keeps its access.
     apart = ["api_revoke_token", "api_delete_owner"]
-    main = _schemathesis(web, tmp_path, "main", web.token, *[a for op in apart for a in ("--exclude-operation-id", op)])
+    main = _schemathesis(web, tmp_path, "main", web.token, *_each("--exclude-operation-id", apart))
     assert main["returncode"] == 0, main["output"][-6000:]
     second = flask_command(web.env, "tokens", "create", "admin").strip().splitlines()[-1]
-    last = _schemathesis(web, tmp_path, "revoking", second, *[a for op in apart for a in ("--include-operation-id", op)])
+    last = _schemathesis(web, tmp_path, "revoking", second, *_each("--include-operation-id", apart))
     assert last["returncode"] == 0, last["output"][-6000:]
     assert all(status < 500 for status in main["statuses"] + last["statuses"])
     assert main["requests"] > 200

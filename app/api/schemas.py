@@ -148,7 +148,7 @@ class Iso(fields.DateTime):
         return iso(value)
 
 
-def _out(field: fields.Field) -> fields.Field:
+def _out(field: fields.Field[Any]) -> fields.Field[Any]:
     field.required = True  # always present in the answer (null where allow_none)
     return field
 
