@@ -36,13 +36,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     load_task_modules(app.config["RECUR_TASK_MODULES"])
 
     from app import cli
-    from app.api import errors, owners, views  # noqa: F401  (owners adds its routes to the blueprint)
+    from app.api import contract, errors, owners, views  # noqa: F401  (owners adds its routes to the blueprint)
     from app.auth import cli as auth_cli
     from app.auth import guard
 
     errors.init_app(app)
     guard.protect(app, views.api)
     app.register_blueprint(views.api)
+    app.register_blueprint(contract.docs)  # the contract and its docs are open, like health
     cli.init_app(app)
     auth_cli.init_app(app)
     return app

@@ -76,7 +76,11 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:
         code = (exc.name or "error").lower().replace(" ", "_")
-        return error_body(exc.code or 500, code, exc.description or exc.name)
+        response = error_body(exc.code or 500, code, exc.description or exc.name)
+        for name, value in exc.get_headers():  # e.g. a 405's Allow; the body and its type are ours
+            if name.lower() != "content-type":
+                response.headers[name] = value
+        return response
 
     @app.errorhandler(RedisError)
     def _redis_down(exc: RedisError) -> Response:

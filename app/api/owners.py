@@ -7,8 +7,23 @@ from flask import Response, jsonify
 from sqlalchemy import delete, func, select
 
 from app import clock
+from app.api.contract import documented
 from app.api.errors import ApiError, not_found
-from app.api.schemas import INT_MAX, OwnerIn, PageIn, TokenIn, event_out, owner_out, token_out
+from app.api.schemas import (
+    INT_MAX,
+    EventPage,
+    OwnerCreatedOut,
+    OwnerIn,
+    OwnerOut,
+    OwnerPage,
+    PageIn,
+    TokenIn,
+    TokenOut,
+    TokenPage,
+    event_out,
+    owner_out,
+    token_out,
+)
 from app.api.views import _body, _created, _known_shape, _query, _schema, api
 from app.auth.models import ApiToken, Owner, ScheduleEvent
 from app.auth.scope import caller, get_owned, scoped
@@ -25,11 +40,13 @@ def _admin_only() -> Owner:
 
 
 @api.get("/me/")
+@documented(summary="The calling owner", answer=OwnerOut)
 def me() -> Response:
     return jsonify(owner_out(caller()))
 
 
 @api.get("/tokens/")
+@documented(summary="The caller's API tokens (never their secrets)", answer=TokenPage, query=PageIn)
 def list_tokens() -> Response:
     page = _query(_schema(PageIn))
     mine = select(ApiToken).where(ApiToken.owner_id == caller().id)
@@ -39,6 +56,7 @@ def list_tokens() -> Response:
 
 
 @api.post("/tokens/")
+@documented(summary="Create an API token (its secret is shown once)", ok=201, answer=TokenOut, body=TokenIn)
 def create_token() -> tuple[Response, int]:
     data = _body(_schema(TokenIn))
     now = clock.utcnow()
@@ -51,6 +69,7 @@ def create_token() -> tuple[Response, int]:
 
 
 @api.delete("/tokens/<int:token_id>/")
+@documented(summary="Revoke one of the caller's tokens", ok=204, errors=[404])
 def revoke_token(token_id: int) -> tuple[str, int]:
     token = db.session.get(ApiToken, token_id) if token_id <= INT_MAX else None
     if token is None or token.owner_id != caller().id:
@@ -62,6 +81,7 @@ def revoke_token(token_id: int) -> tuple[str, int]:
 
 
 @api.get("/owners/")
+@documented(summary="List owners (admin)", answer=OwnerPage, query=PageIn, errors=[403])
 def list_owners() -> Response:
     _admin_only()
     page = _query(_schema(PageIn))
@@ -71,6 +91,8 @@ def list_owners() -> Response:
 
 
 @api.post("/owners/")
+@documented(summary="Create an owner and its first token (admin)", ok=201, answer=OwnerCreatedOut,
+            body=OwnerIn, errors=[403])
 def create_owner() -> tuple[Response, int]:
     _admin_only()
     data = _body(_schema(OwnerIn))
@@ -87,6 +109,7 @@ def create_owner() -> tuple[Response, int]:
 
 
 @api.delete("/owners/<int:owner_id>/")
+@documented(summary="Delete an owner and everything it owns (admin)", ok=204, errors=[403, 404])
 def delete_owner(owner_id: int) -> tuple[str, int]:
     admin = _admin_only()
     owner = db.session.get(Owner, owner_id) if owner_id <= INT_MAX else None
@@ -105,6 +128,7 @@ def delete_owner(owner_id: int) -> tuple[str, int]:
 
 
 @api.get("/schedules/<schedule_id>/events/")
+@documented(summary="Who changed a schedule, newest first", answer=EventPage, query=PageIn, errors=[404])
 def list_events(schedule_id: str) -> Response:
     """Newest first; kept after the schedule is deleted, so "who deleted it?" has an answer too."""
     page = _query(_schema(PageIn))

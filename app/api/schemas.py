@@ -147,68 +147,148 @@ def iso(instant: datetime | None) -> str | None:
     return None if instant is None else instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+# --- response shapes ---------------------------------------------------------------------------
+# The *Out schemas are the API's answers: the views dump through them and the OpenAPI document
+# (app/api/contract.py) is generated from them, so the two cannot disagree.
+
+class Iso(fields.DateTime):
+    """An instant as UTC ISO 8601 with a Z."""
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        return iso(value)
+
+
+def _out(field: fields.Field[Any]) -> fields.Field[Any]:
+    field.required = True  # always present in the answer (null where allow_none)
+    return field
+
+
+class ErrorOut(Schema):
+    code = _out(fields.String())
+    status = _out(fields.Integer())
+    message = _out(fields.String())
+    errors = _out(fields.Dict(keys=fields.String(), values=fields.List(fields.String())))
+
+
+class WorkflowOut(Schema):
+    id = _out(fields.Integer())
+    name = _out(fields.String())
+    task = _out(fields.String())
+    owner_id = _out(fields.Integer())
+    created_at = _out(Iso())
+
+
+class ScheduleOut(Schema):
+    id = _out(fields.String())
+    name = _out(fields.String())
+    description = _out(fields.String(allow_none=True))
+    workflow_id = _out(fields.Integer())
+    owner_id = _out(fields.Integer())
+    trigger_node_id = _out(fields.String(allow_none=True))
+    interval_seconds = _out(fields.Integer(allow_none=True))
+    cron = _out(fields.String(allow_none=True))
+    day_or = _out(fields.Boolean(allow_none=True))
+    rrule = _out(fields.String(allow_none=True))
+    at = _out(Iso(allow_none=True))
+    anchor_date = _out(fields.Method("_anchor", allow_none=True, metadata={"type": "string", "format": "date-time"}))
+    timezone = _out(fields.String(allow_none=True))
+    start_at = _out(Iso(allow_none=True))
+    end_at = _out(Iso(allow_none=True))
+    only_between = _out(fields.String(allow_none=True))
+    not_on = _out(fields.List(fields.Raw(), allow_none=True))
+    jitter_seconds = _out(fields.Integer(allow_none=True))
+    total_repeats = _out(fields.Integer())
+    max_retries = _out(fields.Integer())
+    timeout_seconds = _out(fields.Integer(allow_none=True))
+    trigger_payload = _out(fields.Raw(allow_none=True))
+    on_exhausted = _out(fields.String(validate=validate.OneOf([p.value for p in OnExhausted])))
+    status = _out(fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus])))
+    pause_note = _out(fields.String(allow_none=True))
+    paused_at = _out(Iso(allow_none=True))
+    current_repeat = _out(fields.Integer())
+    current_retry = _out(fields.Integer())
+    last_run_at = _out(Iso(allow_none=True))
+    next_run_at = _out(Iso(allow_none=True))
+    run_count = _out(fields.Integer())
+    error_count = _out(fields.Integer())
+    last_error = _out(fields.String(allow_none=True))
+    revision = _out(fields.Integer())
+    created_at = _out(Iso())
+    updated_at = _out(Iso(allow_none=True))
+
+    def _anchor(self, schedule: ScheduledJob) -> str | None:
+        return iso(schedule.anchor_at) if schedule.anchor_explicit else None
+
+
+class ScheduleDetailOut(ScheduleOut):
+    """One schedule: its fields, what its timing says in words, and its next nominal times."""
+
+    timing_description = _out(fields.String())
+    next_runs = _out(fields.List(fields.String()))
+
+
+class RunOut(Schema):
+    id = _out(fields.String())
+    schedule_id = _out(fields.String())
+    repeat_number = _out(fields.Integer())
+    retry_number = _out(fields.Integer())
+    scheduled_for = _out(Iso(allow_none=True))
+    started_at = _out(Iso(allow_none=True))
+    finished_at = _out(Iso(allow_none=True))
+    status = _out(fields.String())
+    error = _out(fields.String(allow_none=True))
+    worker = _out(fields.String(allow_none=True))
+
+
+class PreviewTimeOut(Schema):
+    utc = _out(fields.String())
+    local = _out(fields.String())
+
+
+class PreviewOut(Schema):
+    description = _out(fields.String())
+    timezone = _out(fields.String())
+    next_runs = _out(fields.List(fields.Nested(PreviewTimeOut)))
+
+
+class BatchDeleteOut(Schema):
+    deleted = _out(fields.List(fields.String()))
+    not_found = _out(fields.List(fields.String()))
+
+
+class HealthOut(Schema):
+    database = _out(fields.String())
+    redis = _out(fields.String())
+    schedules = fields.Dict(keys=fields.String(), values=fields.Integer(), metadata={
+        "description": "schedules by status (admins only)"})
+    reconciler = fields.Dict(metadata={"description": "the reconciler's running totals (admins only)"})
+
+
+_SCHEMAS: dict[type[Schema], Schema] = {}
+
+
+def dump(schema: type[Schema], obj: Any) -> dict[str, Any]:
+    """obj shaped by a response schema (one instance per class: building one costs more than a dump)."""
+    instance = _SCHEMAS.get(schema)
+    if instance is None:
+        instance = _SCHEMAS[schema] = schema()
+    body: dict[str, Any] = instance.dump(obj)
+    return body
+
+
 def workflow_out(workflow: Workflow) -> dict[str, Any]:
-    return {"id": workflow.id, "name": workflow.name, "task": workflow.task, "owner_id": workflow.owner_id,
-            "created_at": iso(workflow.created_at)}
+    return dump(WorkflowOut, workflow)
 
 
 def schedule_out(schedule: ScheduledJob, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    body = {
-        "id": schedule.id,
-        "name": schedule.name,
-        "description": schedule.description,
-        "workflow_id": schedule.workflow_id,
-        "owner_id": schedule.owner_id,
-        "trigger_node_id": schedule.trigger_node_id,
-        "interval_seconds": schedule.interval_seconds,
-        "cron": schedule.cron,
-        "day_or": schedule.day_or,
-        "rrule": schedule.rrule,
-        "at": iso(schedule.at),
-        "anchor_date": iso(schedule.anchor_at) if schedule.anchor_explicit else None,
-        "timezone": schedule.timezone,
-        "start_at": iso(schedule.start_at),
-        "end_at": iso(schedule.end_at),
-        "only_between": schedule.only_between,
-        "not_on": schedule.not_on,
-        "jitter_seconds": schedule.jitter_seconds,
-        "total_repeats": schedule.total_repeats,
-        "max_retries": schedule.max_retries,
-        "timeout_seconds": schedule.timeout_seconds,
-        "trigger_payload": schedule.trigger_payload,
-        "on_exhausted": schedule.on_exhausted,
-        "status": schedule.status,
-        "pause_note": schedule.pause_note,
-        "paused_at": iso(schedule.paused_at),
-        "current_repeat": schedule.current_repeat,
-        "current_retry": schedule.current_retry,
-        "last_run_at": iso(schedule.last_run_at),
-        "next_run_at": iso(schedule.next_run_at),
-        "run_count": schedule.run_count,
-        "error_count": schedule.error_count,
-        "last_error": schedule.last_error,
-        "revision": schedule.revision,
-        "created_at": iso(schedule.created_at),
-        "updated_at": iso(schedule.updated_at),
-    }
+    body = dump(ScheduleOut, schedule)
     if extra:
         body.update(extra)
     return body
 
 
 def run_out(run: Run) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "schedule_id": run.schedule_id,
-        "repeat_number": run.repeat_number,
-        "retry_number": run.retry_number,
-        "scheduled_for": iso(run.scheduled_for),
-        "started_at": iso(run.started_at),
-        "finished_at": iso(run.finished_at),
-        "status": run.status,
-        "error": run.error,
-        "worker": run.worker,
-    }
+    return dump(RunOut, run)
 
 
 class TokenIn(Schema):
@@ -227,22 +307,64 @@ class OwnerIn(Schema):
     is_admin = fields.Boolean(load_default=False)
 
 
+class OwnerOut(Schema):
+    id = _out(fields.Integer())
+    name = _out(fields.String())
+    is_admin = _out(fields.Boolean())
+    created_at = _out(Iso())
+
+
+class TokenOut(Schema):
+    """A token as the API shows it: never its secret, except once (`token`), in the answer that made it."""
+
+    id = _out(fields.Integer())
+    name = _out(fields.String())
+    prefix = _out(fields.String())
+    owner_id = _out(fields.Integer())
+    created_at = _out(Iso())
+    last_used_at = _out(Iso(allow_none=True))
+    expires_at = _out(Iso(allow_none=True))
+    revoked_at = _out(Iso(allow_none=True))
+    token = fields.String(metadata={"description": "the secret, shown only in the answer that made it"})
+
+
+class OwnerCreatedOut(OwnerOut):
+    token = _out(fields.Nested(TokenOut))
+
+
+class EventOut(Schema):
+    id = _out(fields.Integer())
+    schedule_id = _out(fields.String())
+    actor_id = _out(fields.Integer(allow_none=True))
+    actor = _out(fields.String(attribute="actor_name", allow_none=True))
+    action = _out(fields.String())
+    at = _out(Iso())
+    changes = _out(fields.Raw(allow_none=True))
+
+
+def _page_of(item: type[Schema]) -> type[Schema]:
+    return Schema.from_dict({"items": _out(fields.List(fields.Nested(item))), "total": _out(fields.Integer())},
+                            name=f"{item.__name__.removesuffix('Out')}Page")
+
+
+WorkflowPage = _page_of(WorkflowOut)
+SchedulePage = _page_of(ScheduleOut)
+RunPage = _page_of(RunOut)
+OwnerPage = _page_of(OwnerOut)
+TokenPage = _page_of(TokenOut)
+EventPage = _page_of(EventOut)
+
+
 def owner_out(owner: Any) -> dict[str, Any]:
-    return {"id": owner.id, "name": owner.name, "is_admin": owner.is_admin, "created_at": iso(owner.created_at)}
+    return dump(OwnerOut, owner)
 
 
 def token_out(token: Any, secret: str | None = None) -> dict[str, Any]:
-    """A token as the API shows it: never its secret, except once, in the answer that made it."""
-    body = {
-        "id": token.id, "name": token.name, "prefix": token.prefix, "owner_id": token.owner_id,
-        "created_at": iso(token.created_at), "last_used_at": iso(token.last_used_at),
-        "expires_at": iso(token.expires_at), "revoked_at": iso(token.revoked_at),
-    }
+    body = dump(TokenOut, token)
     if secret is not None:
         body["token"] = secret
     return body
 
 
 def event_out(event: Any) -> dict[str, Any]:
-    return {"id": event.id, "schedule_id": event.schedule_id, "actor_id": event.actor_id,
-            "actor": event.actor_name, "action": event.action, "at": iso(event.at), "changes": event.changes}
+    return dump(EventOut, event)

@@ -14,17 +14,26 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app import clock, schedules
 from app.api import bodies
+from app.api.contract import documented
 from app.api.errors import ApiError, not_found, validation_error
 from app.api.schemas import (
     INT_MAX,
     BatchDeleteIn,
+    BatchDeleteOut,
+    HealthOut,
     OwnedPageIn,
     PageIn,
     PauseIn,
     PreviewIn,
+    PreviewOut,
+    RunPage,
+    ScheduleDetailOut,
     ScheduleIn,
     ScheduleListIn,
+    SchedulePage,
     WorkflowIn,
+    WorkflowOut,
+    WorkflowPage,
     iso,
     run_out,
     schedule_out,
@@ -123,6 +132,8 @@ def _service(call: Any, *args: Any) -> ScheduledJob:
 # --- health ------------------------------------------------------------------------------------
 
 @api.get("/health/")
+@documented(summary="Health of Redis and the database", answer=HealthOut, auth=False,
+            extra={503: ("Redis or the database is unreachable.", HealthOut)})
 def health() -> tuple[Response, int]:
     """Whether Redis and the database answer, schedules by status, and the reconciler's running totals."""
     body: dict[str, Any] = {"database": "ok", "redis": "ok"}
@@ -146,6 +157,7 @@ def health() -> tuple[Response, int]:
 # --- workflows ---------------------------------------------------------------------------------
 
 @api.post("/workflows/")
+@documented(summary="Create a workflow", ok=201, answer=WorkflowOut, body=WorkflowIn)
 def create_workflow() -> tuple[Response, int]:
     data = _body(_schema(WorkflowIn))
     if get_task(data["task"]) is None:
@@ -159,6 +171,7 @@ def create_workflow() -> tuple[Response, int]:
 
 
 @api.get("/workflows/")
+@documented(summary="List workflows", answer=WorkflowPage, query=OwnedPageIn)
 def list_workflows() -> Response:
     page = _query(_schema(OwnedPageIn))
     owner_id = page.get("owner_id")
@@ -177,11 +190,13 @@ def _workflow_or_404(workflow_id: int) -> Workflow:
 
 
 @api.get("/workflows/<int:workflow_id>/")
+@documented(summary="Get a workflow", answer=WorkflowOut, errors=[404])
 def get_workflow(workflow_id: int) -> Response:
     return jsonify(workflow_out(_workflow_or_404(workflow_id)))
 
 
 @api.delete("/workflows/<int:workflow_id>/")
+@documented(summary="Delete a workflow and its schedules", ok=204, errors=[404])
 def delete_workflow(workflow_id: int) -> tuple[str, int]:
     _workflow_or_404(workflow_id)
     schedule_ids = list(db.session.scalars(select(ScheduledJob.id).where(ScheduledJob.workflow_id == workflow_id)))
@@ -194,6 +209,7 @@ def delete_workflow(workflow_id: int) -> tuple[str, int]:
 # --- schedules ---------------------------------------------------------------------------------
 
 @api.get("/schedules/")
+@documented(summary="List schedules", answer=SchedulePage, query=ScheduleListIn)
 def list_schedules() -> Response:
     query = _query(_schema(ScheduleListIn))
     where = []
@@ -213,6 +229,7 @@ def list_schedules() -> Response:
 
 
 @api.post("/schedules/")
+@documented(summary="Create a schedule", ok=201, answer=ScheduleDetailOut, body=ScheduleIn)
 def create_schedule() -> tuple[Response, int]:
     data = _body(_schema(ScheduleIn))
     data["owner_id"] = caller().id
@@ -221,6 +238,7 @@ def create_schedule() -> tuple[Response, int]:
 
 
 @api.post("/schedules/preview/")
+@documented(summary="Describe a timing and list its next nominal times", answer=PreviewOut, body=PreviewIn)
 def preview_schedule() -> Response:
     data = _body(_schema(PreviewIn))
     count = data.pop("count")
@@ -236,11 +254,14 @@ def preview_schedule() -> Response:
 
 
 @api.get("/schedules/<schedule_id>/")
+@documented(summary="Get a schedule", answer=ScheduleDetailOut, errors=[404])
 def get_schedule(schedule_id: str) -> Response:
     return jsonify(_schedule_body(_schedule_or_404(schedule_id)))
 
 
 @api.patch("/schedules/<schedule_id>/")
+@documented(summary="Edit a schedule (a timing change re-plans it)", answer=ScheduleDetailOut,
+            body=ScheduleIn, errors=[404])
 def update_schedule(schedule_id: str) -> Response:
     _schedule_or_404(schedule_id)
     data = _body(_schema(ScheduleIn), partial=True)
@@ -248,6 +269,7 @@ def update_schedule(schedule_id: str) -> Response:
 
 
 @api.delete("/schedules/<schedule_id>/")
+@documented(summary="Delete a schedule", ok=204, errors=[404])
 def delete_schedule(schedule_id: str) -> tuple[str, int]:
     if not schedules.remove([_schedule_or_404(schedule_id).id], clock.utcnow()):
         raise not_found("schedule", schedule_id)
@@ -255,6 +277,8 @@ def delete_schedule(schedule_id: str) -> tuple[str, int]:
 
 
 @api.post("/schedules/<schedule_id>/pause/")
+@documented(summary="Pause a schedule, with an optional note", answer=ScheduleDetailOut, body=PauseIn,
+            body_optional=True, errors=[404])
 def pause_schedule(schedule_id: str) -> Response:
     schedule_id = _schedule_or_404(schedule_id).id
     # The body is optional: none at all (as before) pauses without a note; so do {} and an empty note.
@@ -263,11 +287,13 @@ def pause_schedule(schedule_id: str) -> Response:
 
 
 @api.post("/schedules/<schedule_id>/resume/")
+@documented(summary="Resume a schedule", answer=ScheduleDetailOut, errors=[404])
 def resume_schedule(schedule_id: str) -> Response:
     return jsonify(_schedule_body(_service(schedules.resume, _schedule_or_404(schedule_id).id, clock.utcnow())))
 
 
 @api.post("/schedules/batch-delete/")
+@documented(summary="Delete several schedules", answer=BatchDeleteOut, body=BatchDeleteIn)
 def batch_delete() -> Response:
     data = _body(_schema(BatchDeleteIn))
     shaped = [i for i in data["schedule_ids"] if _is_schedule_id(i)]
@@ -279,6 +305,7 @@ def batch_delete() -> Response:
 
 
 @api.get("/schedules/<schedule_id>/runs/")
+@documented(summary="A schedule's runs, newest first", answer=RunPage, query=PageIn, errors=[404])
 def list_runs(schedule_id: str) -> Response:
     _schedule_or_404(schedule_id)
     page = _query(_schema(PageIn))

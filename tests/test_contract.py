@@ -1,0 +1,185 @@
+"""The API's contract: /api/openapi.json is a valid OpenAPI 3 document generated from the schemas, its docs
+render from local files, and a live gunicorn server answers schemathesis's requests, over every operation,
+only as the document says (no 5xx, declared statuses, declared bodies, JSON content), on the suite's
+database (SQLite, and PostgreSQL when RECUR_TEST_POSTGRES is set).
+
+RECUR_CONTRACT_EXAMPLES sets schemathesis's examples per operation (default 40).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.servers import Process, RedisServer, admin_token, flask_command, free_port, start_web, wait_for
+
+
+def test_the_document_is_valid_openapi_and_covers_every_api_route(client):
+    from openapi_spec_validator import validate
+
+    answer = client.get("/api/openapi.json")
+    assert answer.status_code == 200 and answer.mimetype == "application/json"
+    document = answer.get_json()
+    validate(document)
+    documented = {(path, method.upper()) for path, ops in document["paths"].items() for method in ops}
+    routes = {(re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule), method)
+              for rule in client.application.url_map.iter_rules() if rule.rule.startswith("/api/v1/")
+              for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}}
+    assert routes and routes == documented
+    assert document["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer"}
+    health = document["paths"]["/api/v1/health/"]["get"]
+    assert health["security"] == [] and "401" not in health["responses"]
+    assert document["paths"]["/api/v1/schedules/"]["get"]["security"] == [{"bearerAuth": []}]
+
+
+def test_the_docs_render_from_local_files_only(client):
+    page = client.get("/api/docs/")
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    assert "http://" not in html and "https://" not in html  # nothing fetched from elsewhere: works offline
+    assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert len(assets) >= 4
+    for asset in assets:
+        answer = client.get(asset)
+        answer.close()  # a file sent from the package
+        assert answer.status_code == 200, asset
+    assert "/api/openapi.json" in client.get("/api/docs/assets/recur-docs.js").get_data(as_text=True)
+
+
+# --- a live gunicorn -----------------------------------------------------------------------------
+
+class Web:
+    def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str) -> None:
+        self.env = {"DATABASE_URL": database_url, "REDIS_URL": redis.url}
+        self.token = admin_token(self.env)
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.process: Process = start_web(self.env, self.port, tmp_path / "web.log")
+        wait_for(self._ready, 30, what="the web server")
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.base + "/api/v1/health/", timeout=2):
+                return True
+        except (OSError, urllib.error.HTTPError):
+            return False
+
+    def raw(self, request: bytes) -> tuple[int, dict[str, str], bytes]:
+        """Send raw bytes, as no HTTP library would, and read the whole answer."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            sock.sendall(request)
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+        return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}, body
+
+
+@pytest.fixture
+def web(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iterator[Web]:
+    from redis import Redis
+
+    Redis.from_url(redis_server.url).flushall()
+    server = Web(tmp_path, redis_server, database_url)
+    yield server
+    server.process.stop()
+
+
+def _error_shape(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    assert headers["content-type"].startswith("application/json"), (status, headers, body[:200])
+    payload = json.loads(body)
+    assert set(payload) == {"code", "status", "message", "errors"} and payload["status"] == status, payload
+    return payload
+
+
+@pytest.mark.integration
+def test_answers_gunicorn_gives_before_flask_are_in_the_error_shape(web):
+    status, headers, body = web.raw(b"GET /api/v1/" + b"a" * 9000 + b"/ HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 414
+    _error_shape(status, headers, body)
+    status, headers, body = web.raw(b"GET /api/v1/health/ HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 9000 + b"\r\n\r\n")
+    assert status in (400, 431)
+    _error_shape(status, headers, body)
+    many = b"".join(b"X-H%d: v\r\n" % i for i in range(150))
+    status, headers, body = web.raw(b"GET /api/v1/health/ HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
+    assert status in (400, 431)
+    _error_shape(status, headers, body)
+    status, headers, body = web.raw(b"NOT A REQUEST LINE\r\n\r\n")
+    assert status == 400
+    _error_shape(status, headers, body)
+
+
+@pytest.mark.integration
+def test_flask_errors_of_a_live_server_are_in_the_error_shape(web):
+    auth = f"Authorization: Bearer {web.token}\r\n".encode()
+    for request, expected in [
+        (b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404),
+        (b"PUT /api/v1/schedules/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + auth + b"\r\n", 405),
+        (b"POST /api/v1/workflows/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
+         + auth + b"Content-Length: 2000000\r\n\r\n" + b"{" * 10, 413),
+    ]:
+        status, headers, body = web.raw(request)
+        assert status == expected, (request[:40], status, body[:200])
+        _error_shape(status, headers, body)
+
+
+def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str) -> dict[str, Any]:
+    """Run schemathesis's CLI against the live server; returns its verdict and the requests it sent."""
+    cassette = tmp_path / f"{name}.yaml"
+    examples = os.environ.get("RECUR_CONTRACT_EXAMPLES", "40")
+    st = str(Path(sys.executable).parent / "st")
+    result = subprocess.run(
+        [st, "run", f"{web.base}/api/openapi.json", "--url", web.base,
+         "-H", f"Authorization: Bearer {token}",
+         "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
+                     "response_schema_conformance",
+         "--phases", "examples,coverage,fuzzing", "--max-examples", examples, "--seed", "20261124",
+         "--suppress-health-check", "all", "--report", "vcr", "--report-vcr-path", str(cassette), "--no-color",
+         *extra],
+        capture_output=True, text=True, timeout=900, env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false"})
+    output = result.stdout + result.stderr
+    interactions = yaml.safe_load(cassette.read_text())["http_interactions"] if cassette.exists() else []
+    operations = {(i["request"]["method"], i["request"]["uri"].split("?")[0]) for i in interactions}
+    statuses = [int(i["response"]["status"]["code"]) for i in interactions]
+    print(f"schemathesis {name}: {len(interactions)} requests, {len(operations)} distinct method+URL, "
+          f"statuses {sorted(set(statuses))}")
+    return {"returncode": result.returncode, "output": output, "requests": len(interactions), "statuses": statuses}
+
+
+def _each(option: str, values: list[str]) -> list[str]:
+    return [item for value in values for item in (option, value)]
+
+
+@pytest.mark.integration
+def test_the_live_server_keeps_its_contract_under_schemathesis(web, tmp_path):
+    # Something to find: a workflow and a schedule of the admin's, so reads and edits reach real rows.
+    request = urllib.request.Request(web.base + "/api/v1/workflows/", method="POST",
+                                     data=json.dumps({"name": "w", "task": "builtin.noop"}).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {web.token}"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 201
+    # Revoking tokens and deleting owners may revoke the very token the run uses: they run apart, last,
+    # with a token of their own, so the rest of the run keeps its access.
+    apart = ["api_revoke_token", "api_delete_owner"]
+    main = _schemathesis(web, tmp_path, "main", web.token, *_each("--exclude-operation-id", apart))
+    assert main["returncode"] == 0, main["output"][-6000:]
+    second = flask_command(web.env, "tokens", "create", "admin").strip().splitlines()[-1]
+    last = _schemathesis(web, tmp_path, "revoking", second, *_each("--include-operation-id", apart))
+    assert last["returncode"] == 0, last["output"][-6000:]
+    assert all(status < 500 for status in main["statuses"] + last["statuses"])
+    assert main["requests"] > 200
