@@ -137,3 +137,20 @@ def test_a_bad_pause_note_is_422_naming_note_and_pauses_nothing(client):
         _assert_422(client.post(f"/api/v1/schedules/{schedule_id}/pause/", json={"note": bad}), "note")
     _assert_422(client.post(f"/api/v1/schedules/{schedule_id}/pause/", json={"other": 1}), "other")
     assert client.get(f"/api/v1/schedules/{schedule_id}/").json["status"] == "active"
+
+
+def test_a_pause_by_a_caller_during_the_last_attempt_keeps_its_note(chain_app, fake_clock):
+    from app.chain import state
+    from app.models import RunStatus
+
+    schedule = make_schedule(fake_clock.now, task="builtin.fail", interval_seconds=10, max_retries=0,
+                             on_exhausted="pause")
+    claim = state.claim_tick(schedule.id, schedule.revision, 0, 0, schedule.next_run_at, fake_clock.now, None)
+    assert claim is not None
+    schedules.pause(schedule.id, fake_clock.now, "maintenance")
+    assert state.finish_run(claim.run_id, RunStatus.FAILED, "RuntimeError: boom", fake_clock.now) is not None
+    row = fresh(schedule.id)
+    assert (row.status, row.pause_note, row.last_error) == ("paused", "maintenance", "RuntimeError: boom")
+    actions = db.session.scalars(select(ScheduleEvent.action).where(ScheduleEvent.schedule_id == schedule.id)).all()
+    assert sorted(actions) == ["create", "pause"]  # no second pause event by the policy
+    db.session.rollback()
