@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from recur_cli import output
+from recur_cli.apply import apply
 from recur_cli.client import ApiError
 from recur_cli.context import DEFAULT_URL, ApiGroup, Context, current, json_option
 from recur_cli.schedules import schedules
@@ -30,6 +31,7 @@ def cli(ctx: click.Context, url: str, token: str | None, as_json: bool) -> None:
 
 cli.add_command(schedules)
 cli.add_command(workflows)
+cli.add_command(apply)
 
 
 @cli.command("health")

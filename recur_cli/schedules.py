@@ -15,7 +15,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # (option, API field, type, help) for the timing of a schedule; the API checks every value.
 _TIMING = (
     ("--cron", "cron", str, "A cron expression, e.g. '0 9 * * 1-5'."),
-    ("--every", "every", str, "A fixed rate, e.g. '90s', '15m', '1h30m'."),
+    ("--every", "every", str, "A fixed rate, e.g. '30s', '15m', '2h', 'daily'."),
     ("--interval", "interval_seconds", int, "A fixed rate in seconds."),
     ("--rrule", "rrule", str, "An RFC 5545 recurrence rule."),
     ("--at", "at", str, "Once, at this ISO 8601 instant."),
