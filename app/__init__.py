@@ -36,7 +36,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     load_task_modules(app.config["RECUR_TASK_MODULES"])
 
     from app import cli
-    from app.api import contract, errors, owners, views  # noqa: F401  (owners adds its routes to the blueprint)
+    from app.api import contract, errors, owners, tasks, views  # noqa: F401  (owners, tasks add routes to it)
     from app.auth import cli as auth_cli
     from app.auth import guard
 

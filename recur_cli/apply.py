@@ -8,12 +8,11 @@ Schedules without a key are never touched. --dry-run prints the plan and changes
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
 from recur_cli import output
-from recur_cli.applyfile import FileError, load
+from recur_cli.applyfile import ApplyFile, FileError, load
 from recur_cli.client import ApiError, Client
 from recur_cli.context import current, json_option
 from recur_cli.plan import CREATE, DELETE, UNCHANGED, UPDATE, Plan, Step, interval_from_preview, make_plan
@@ -31,14 +30,19 @@ def apply(path: str, prune: bool, dry_run: bool) -> None:
         wanted = load(text, path)
     except (OSError, FileError) as exc:
         raise click.UsageError(str(exc)) from None
+    apply_file(wanted, prune, dry_run)
+
+
+def apply_file(wanted: ApplyFile, prune: bool = False, dry_run: bool = False, err: bool = False) -> None:
+    """Plan, carry out (unless dry_run) and report; `err`: the report goes to stderr."""
     client = current().client
     plan = plan_for(client, wanted, prune)
     if not dry_run:
         execute(client, plan)
-    report(plan, dry_run)
+    report(plan, dry_run, err)
 
 
-def plan_for(client: Client, wanted: Any, prune: bool) -> Plan:
+def plan_for(client: Client, wanted: ApplyFile, prune: bool) -> Plan:
     me = client.get("/me/")
     workflows = list(client.every("/workflows/", owner_id=me["id"]))
     schedules = list(client.every("/schedules/", owner_id=me["id"]))
@@ -89,16 +93,17 @@ def _workflow_id(client: Client, name: str) -> int:
     return int(next(w["id"] for w in client.every("/workflows/", owner_id=me["id"]) if w["name"] == name))
 
 
-def report(plan: Plan, dry_run: bool) -> None:
+def report(plan: Plan, dry_run: bool, err: bool = False) -> None:
     if current().json:
         output.emit_json({"dry_run": dry_run, "steps": [s.as_dict() for s in plan.steps],
                           "summary": _summary(plan)})
         return
     for step in plan.steps:
-        click.echo(_line(step))
+        click.echo(_line(step), err=err)
     summary = _summary(plan)
     counts = ", ".join(f"{summary[a]} {a if dry_run else _done(a)}" for a in (CREATE, UPDATE, DELETE, UNCHANGED))
-    click.echo(("plan: " if dry_run else "") + counts + (" (dry run: nothing was changed)" if dry_run else ""))
+    click.echo(("plan: " if dry_run else "") + counts + (" (dry run: nothing was changed)" if dry_run else ""),
+               err=err)
 
 
 def _summary(plan: Plan) -> dict[str, int]:

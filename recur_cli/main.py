@@ -10,6 +10,7 @@ from recur_cli import output
 from recur_cli.apply import apply
 from recur_cli.client import ApiError
 from recur_cli.context import DEFAULT_URL, ApiGroup, Context, current, json_option
+from recur_cli.imports import import_group
 from recur_cli.schedules import schedules
 from recur_cli.workflows import workflows
 
@@ -32,6 +33,7 @@ def cli(ctx: click.Context, url: str, token: str | None, as_json: bool) -> None:
 cli.add_command(schedules)
 cli.add_command(workflows)
 cli.add_command(apply)
+cli.add_command(import_group)
 
 
 @cli.command("health")
