@@ -34,7 +34,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     clock.use_cluster_clock(lambda: extensions.get_redis(app))
     load_task_modules(app.config["RECUR_TASK_MODULES"])
 
-    from app import cli, metrics
+    from app import cli, console, metrics
     from app.api import contract, errors, owners, tasks, views  # noqa: F401  (owners, tasks add routes to it)
     from app.auth import cli as auth_cli
     from app.auth import guard
@@ -46,6 +46,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     cli.init_app(app)
     auth_cli.init_app(app)
     metrics.init_app(app)
+    console.init_app(app)
     return app
 
 
