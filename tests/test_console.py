@@ -150,3 +150,21 @@ def test_the_live_preview_answers_as_the_api_does(app):
 def test_every_page_renders(app, client, path):
     browser = _signed_in(app, admin_token(app))
     assert browser.get(path, base_url=HTTPS).status_code == 200
+
+
+def test_the_api_opens_no_session_so_redis_being_down_is_still_a_503(database_url):
+    """The console's signing key may live in Redis: the API must not need it (health answers 503, not 500)."""
+    from redis import Redis
+
+    from app import create_app, ensure_schema
+
+    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
+    app.extensions["recur.redis"] = Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)
+    ensure_schema(app)
+    try:
+        answer = app.test_client().get("/api/v1/health/")
+        assert answer.status_code == 503 and answer.json["redis"].startswith("unavailable")
+        assert "Set-Cookie" not in answer.headers
+    finally:
+        with app.app_context():
+            db.engine.dispose()

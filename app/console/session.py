@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from flask import Flask, abort, g, redirect, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
+from redis.exceptions import RedisError
 
 from app import clock
 from app.auth.models import ApiToken, Owner
@@ -30,6 +31,15 @@ SECRET_KEY_KEY = "recur:console:secret-key"
 
 class SharedKeySessionInterface(SecureCookieSessionInterface):
     """Flask's signed-cookie session, its key read lazily (from RECUR_SECRET_KEY, or the one in Redis)."""
+
+    def open_session(self, app: Flask, request: Any) -> Any:
+        # The API and /metrics use no session: they never wait on the key (nor on Redis for it).
+        if request.path.startswith(("/api/", "/metrics")):
+            return None
+        try:
+            return super().open_session(app, request)
+        except RedisError:  # no key to read: an empty session; signing in then says Redis is down
+            return None
 
     def get_signing_serializer(self, app: Flask) -> Any:
         if not app.secret_key:
