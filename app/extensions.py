@@ -12,10 +12,13 @@ from redis import Redis
 from redis.backoff import ExponentialBackoff
 from redis.driver_info import DriverInfo
 from redis.retry import Retry
+from redis.sentinel import Sentinel
 from rq import Queue
 from sqlalchemy import event
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.orm import DeclarativeBase
+
+from app import redis_url
 
 
 class Base(DeclarativeBase):
@@ -51,11 +54,21 @@ def connect_redis(url: str) -> Redis:
     The driver info (sent with CLIENT SETINFO) is resolved once here: left to redis-py, every new
     connection looks its version up in the installed package metadata, ~6 ms that each forked work
     horse (which opens a connection of its own) would pay again.
+
+    A redis+sentinel:// URL (app/redis_url.py) gives a client of the Sentinels' current master: each new
+    connection asks the Sentinels where the master is, and a connection to a demoted server is dropped, so
+    every process follows a failover without restarting. rediss:// (TLS) is redis-py's own.
     """
-    return Redis.from_url(
-        url, socket_connect_timeout=2, retry=Retry(ExponentialBackoff(cap=0.25, base=0.025), retries=2),
-        driver_info=DriverInfo(),
-    )
+    options = dict(socket_connect_timeout=2, retry=Retry(ExponentialBackoff(cap=0.25, base=0.025), retries=2),
+                   driver_info=DriverInfo())
+    target = redis_url.parse(url)
+    if target is None:
+        return Redis.from_url(url, **options)
+    sentinel = Sentinel(list(target.sentinels), socket_connect_timeout=2, socket_timeout=2)  # type: ignore[no-untyped-call]
+    master: Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
+        target.service, db=target.db, username=target.username, password=target.password, ssl=target.ssl,
+        **options)
+    return master
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,151 @@
+"""REDIS_URL=redis+sentinel://: a client made by connect_redis writes to the master the Sentinels name, and
+after the master is killed and a replica promoted, the same client writes to the new master."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis import Redis
+from redis.exceptions import RedisError
+
+from app.extensions import connect_redis
+from tests.servers import free_port, wait_for
+
+SENTINEL = shutil.which("redis-sentinel")
+pytestmark = pytest.mark.skipif(SENTINEL is None or shutil.which("redis-server") is None,
+                                reason="redis-sentinel is not installed (apt-get install redis-sentinel)")
+SERVICE = "recurmaster"
+
+
+class Cluster:
+    """A master, one replica and three Sentinels on free loopback ports, with a fast failover."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.master_port, self.replica_port = free_port(), free_port()
+        self._server("master", self.master_port, workdir)
+        self._server("replica", self.replica_port, workdir, "--replicaof", "127.0.0.1", str(self.master_port))
+        self.sentinel_ports = [free_port() for _ in range(3)]
+        for i, port in enumerate(self.sentinel_ports):
+            conf = workdir / f"sentinel-{i}.conf"  # Sentinel rewrites its config file, so each has its own
+            conf.write_text(
+                f"port {port}\nbind 127.0.0.1\ndir {workdir}\n"
+                f"sentinel monitor {SERVICE} 127.0.0.1 {self.master_port} 2\n"
+                f"sentinel down-after-milliseconds {SERVICE} 1000\n"
+                f"sentinel failover-timeout {SERVICE} 3000\n"
+                f"sentinel parallel-syncs {SERVICE} 1\n")
+            assert SENTINEL is not None
+            self.procs[f"sentinel-{i}"] = subprocess.Popen([SENTINEL, str(conf)], stdout=subprocess.DEVNULL,
+                                                           stderr=subprocess.DEVNULL)
+        for port in self.sentinel_ports:
+            wait_for(lambda port=port: _ping(port), 10, what="sentinel to answer")
+        self.url = "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports) + f"/{SERVICE}/0"
+
+    def _server(self, name: str, port: int, workdir: Path, *extra: str) -> None:
+        self.procs[name] = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(workdir),
+             *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: _ping(port), 10, what=f"redis {name} to answer")
+
+    def master_named(self) -> int:
+        sentinel = Redis(port=self.sentinel_ports[0], socket_timeout=1)
+        return int(sentinel.sentinel_get_master_addr_by_name(SERVICE)[1])
+
+    def kill_master(self) -> None:
+        self.procs["master"].kill()
+        self.procs["master"].wait(10)
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+
+
+def _ping(port: int) -> bool:
+    try:
+        return bool(Redis(port=port, socket_timeout=0.3, socket_connect_timeout=0.3).ping())
+    except RedisError:
+        return False
+
+
+@pytest.fixture()
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(tmp_path)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def _writes(client: Redis, key: str) -> bool:
+    try:
+        return bool(client.set(key, "1"))
+    except RedisError:
+        return False
+
+
+def test_connect_redis_follows_a_sentinel_failover(cluster: Cluster) -> None:
+    client = connect_redis(cluster.url)
+    assert client.set("before", "1")
+    assert Redis(port=cluster.master_port).get("before") == b"1"
+    wait_for(lambda: Redis(port=cluster.replica_port).get("before") == b"1", 10, what="replication")
+    cluster.kill_master()
+    wait_for(lambda: cluster.master_named() == cluster.replica_port, 30, interval=0.2, what="promotion")
+    wait_for(lambda: _writes(client, "after"), 30, interval=0.2, what="writes to the new master")
+    assert Redis(port=cluster.replica_port).get("after") == b"1"
+
+
+def test_worker_chains_survive_a_master_failover(cluster: Cluster, tmp_path: Path, database_url: str) -> None:
+    """Real worker.py processes and the API on the Sentinel URL; the master is SIGKILLed mid-run. After the
+    promotion every chain runs again (within 30 s), and no (schedule, repeat) body ran twice."""
+    from collections import Counter
+
+    from tests.servers import admin_token, start_web, start_worker
+    from tests.test_integration import Api, _parse
+
+    log = tmp_path / "executions.log"
+    env = {"DATABASE_URL": database_url, "REDIS_URL": cluster.url, "RECUR_RECONCILE_SECONDS": "1",
+           "RECUR_LEASE_SECONDS": "3", "RECUR_EXECUTION_LOG": str(log)}
+    port = free_port()
+    api = Api(f"http://127.0.0.1:{port}", admin_token(env))
+    processes = [start_web(env, port, tmp_path / "web.log")]
+    try:
+        wait_for(lambda: _answers(api), 30, what="the web server")
+        processes += [start_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
+        workflow = api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
+        ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"s{i}", "workflow_id": workflow["id"],
+                                                     "interval_seconds": 1})["id"] for i in range(20)]
+        wait_for(lambda: all(len(api.runs(i)) >= 2 for i in ids), 30, interval=0.3, what="every chain to run")
+        cluster.kill_master()
+        wait_for(lambda: cluster.master_named() == cluster.replica_port, 30, interval=0.2, what="promotion")
+        promoted_at = max(_parse(r["started_at"]) for i in ids for r in api.runs(i) if r["started_at"])
+
+        def all_ran_again() -> bool:
+            return all(any(r["started_at"] and _parse(r["started_at"]) > promoted_at and r["status"] == "succeeded"
+                           for r in api.runs(i)) for i in ids)
+
+        wait_for(all_ran_again, 30, interval=0.5, what="every chain to run again after the promotion")
+        executions = Counter(tuple(line.split()[:2]) for line in log.read_text().splitlines())
+        twice = {key: n for key, n in executions.items() if n > 1}
+        assert not twice, twice
+        for schedule_id in ids:
+            assert api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["status"] == "active"
+    finally:
+        for process in processes:
+            process.stop()
+        for name in ("web.log", "worker0.log", "worker1.log"):
+            path = tmp_path / name
+            if path.exists():
+                print(f"----- {name}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-30:]))
+
+
+def _answers(api: object) -> bool:
+    try:
+        return bool(api.call("GET", "/api/v1/workflows/")[0] == 200)  # type: ignore[attr-defined]
+    except OSError:
+        return False
