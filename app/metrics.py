@@ -23,6 +23,11 @@ from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
 
+# prometheus-client writes each process's values into this directory from the first metric on: make sure it
+# exists, or the first claim of a worker started with the setting but without the directory would fail.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+
 # Fire lateness: from a tick's nominal time to its claim. Sub-second is the normal case; minutes is a backlog.
 _LATENESS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 _DURATION_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600)

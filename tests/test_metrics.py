@@ -4,6 +4,7 @@ directory, and the counters every process keeps add up to what the run table say
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -122,3 +123,17 @@ def test_json_logs_name_the_link(stack, tmp_path):
     assert {(e["repeat"], e["retry"]) for e in about if e["message"].startswith("run ")} == {(0, 0), (0, 1)}
     assert all(e["worker"] and e["run_id"] for e in about if e["message"].startswith("run "))
     assert {e["level"] for e in entries} <= {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
+
+
+def test_a_missing_multiprocess_directory_is_made_not_a_crash(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.servers import ROOT
+
+    where = tmp_path / "not" / "there"
+    count = "import app.metrics as m; m.RUNS.labels('succeeded', 'schedule').inc()"
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(where)}
+    done = subprocess.run([sys.executable, "-c", count], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert any(p.name.startswith("counter_") for p in where.iterdir())
