@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
 from flask import Flask
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
-from app import clock, extensions
+from app import clock, extensions, logs
 from app.config import INSTANCE_DIR, Settings
 from app.tasks import load_task_modules
 
@@ -26,7 +25,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         if "RECUR_MAX_BODY_BYTES" in config and "MAX_CONTENT_LENGTH" not in config:
             app.config["MAX_CONTENT_LENGTH"] = config["RECUR_MAX_BODY_BYTES"]  # Flask's name for the 413 limit
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(app.config["RECUR_LOG_FORMAT"])
 
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite:///"):
         INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
@@ -35,8 +34,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     clock.use_cluster_clock(lambda: extensions.get_redis(app))
     load_task_modules(app.config["RECUR_TASK_MODULES"])
 
-    from app import cli
-    from app.api import contract, errors, owners, views  # noqa: F401  (owners adds its routes to the blueprint)
+    from app import cli, console, metrics
+    from app.api import contract, errors, owners, tasks, views  # noqa: F401  (owners, tasks add routes to it)
     from app.auth import cli as auth_cli
     from app.auth import guard
 
@@ -46,6 +45,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(contract.docs)  # the contract and its docs are open, like health
     cli.init_app(app)
     auth_cli.init_app(app)
+    metrics.init_app(app)
+    console.init_app(app)
     return app
 
 

@@ -17,7 +17,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import clock
+from app import clock, metrics
 from app.chain.mover import Mover
 from app.extensions import db, get_queue, get_redis
 from app.recovery import reconcile
@@ -77,6 +77,7 @@ def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] 
         if report["links_repaired"] or report["runs_written_off"] or report["schedules_invalidated"]:
             log.warning("reconcile: %s", report)
         _count(redis, report)
+        metrics.reconciled(report)
         if every is not None:
             redis.set(RECONCILED_KEY, token, px=max(1, int(every * 1000)))
         return report

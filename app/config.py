@@ -36,6 +36,14 @@ class Settings:
     # stored in every schedule row and handed to every run, has a limit of its own (422 beyond it).
     RECUR_MAX_BODY_BYTES: int = 1024 * 1024
     RECUR_MAX_PAYLOAD_BYTES: int = 64 * 1024
+    # GET /metrics answers only `Authorization: Bearer <this>` when set; open when unset.
+    RECUR_METRICS_TOKEN: str | None = None
+    # "json": every process logs one JSON object per line (app.logs); anything else: plain text.
+    RECUR_LOG_FORMAT: str = "text"
+    # The console's session cookie: signed with RECUR_SECRET_KEY (or a key kept in Redis when unset), and
+    # Secure unless RECUR_SECURE_COOKIES=0 (browsers accept Secure cookies from http://localhost).
+    RECUR_SECRET_KEY: str | None = None
+    RECUR_SECURE_COOKIES: bool = True
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -54,6 +62,11 @@ class Settings:
             RECUR_EXECUTION_LOG=os.environ.get("RECUR_EXECUTION_LOG") or None,
             RECUR_MAX_BODY_BYTES=_int("RECUR_MAX_BODY_BYTES", defaults.RECUR_MAX_BODY_BYTES),
             RECUR_MAX_PAYLOAD_BYTES=_int("RECUR_MAX_PAYLOAD_BYTES", defaults.RECUR_MAX_PAYLOAD_BYTES),
+            RECUR_METRICS_TOKEN=os.environ.get("RECUR_METRICS_TOKEN") or None,
+            RECUR_LOG_FORMAT=os.environ.get("RECUR_LOG_FORMAT") or defaults.RECUR_LOG_FORMAT,
+            RECUR_SECRET_KEY=os.environ.get("RECUR_SECRET_KEY") or None,
+            RECUR_SECURE_COOKIES=os.environ.get("RECUR_SECURE_COOKIES", "1").strip().lower()
+            not in ("0", "false", "no", "off"),
         )
 
     def as_flask_config(self) -> dict[str, object]:

@@ -80,10 +80,14 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     # The reconciler walks active schedules in id order, a batch at a time: with (status, id) each batch is
     # one index range. With status alone, SQLite sorted every active row again for each batch (quadratic:
     # a pass over 100,000 schedules took 8.8 s, over 10,000 0.46 s).
-    __table_args__ = (Index("ix_scheduled_jobs_status_id", "status", "id"),)
+    # A key names a schedule for its owner (recur apply matches by it); NULLs are distinct, so unkeyed
+    # schedules are unconstrained on both databases.
+    __table_args__ = (Index("ix_scheduled_jobs_status_id", "status", "id"),
+                      UniqueConstraint("owner_id", "key", name="uq_scheduled_jobs_owner_key"))
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)
     name: Mapped[str] = mapped_column(String(200))
+    key: Mapped[str | None] = mapped_column(String(200), nullable=True)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"), index=True)
     owner_id: Mapped[int] = mapped_column(

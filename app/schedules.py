@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
 
 from app import timing
 from app.auth import audit
@@ -20,13 +21,21 @@ _KINDS = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
 _KIND_COLUMNS = ("interval_seconds", "cron", "rrule", "at")
 _CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between", "not_on", "jitter_seconds")
 _PLAIN_COLUMNS = (
-    "name", "description", "workflow_id", "owner_id", "trigger_node_id", "total_repeats", "max_retries",
+    "name", "key", "description", "workflow_id", "owner_id", "trigger_node_id", "total_repeats", "max_retries",
     "timeout_seconds", "trigger_payload", "on_exhausted",
 )
 
 
 class Conflict(Exception):
     """The schedule is not in a state that allows the operation (a 400)."""
+
+
+class DuplicateKey(Exception):
+    """Another schedule of the same owner has this key (a 409)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"a schedule with key {key!r} exists already")
+        self.key = key
 
 
 class Invalid(Exception):
@@ -89,8 +98,9 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
     # The transaction starts here (on SQLite it takes the write lock): checks that need no database
     # come first, so the lock is held for the workflow lookup, the insert and the commit only.
     _require_workflow(data["workflow_id"], schedule.owner_id)
+    _require_free_key(schedule.owner_id, schedule.key, None)
     db.session.add(schedule)
-    db.session.flush()  # the id, for the event
+    _flush_keyed(schedule.key)  # the id, for the event
     audit.record(schedule.id, schedule.owner_id, "create", now)
     db.session.commit()
     hand_off_or_leave_to_recovery(schedule)
@@ -102,6 +112,8 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
     schedule = _locked(schedule_id)
     if "workflow_id" in data:
         _require_workflow(data["workflow_id"], schedule.owner_id)
+    if data.get("key") is not None and data["key"] != schedule.key:
+        _require_free_key(schedule.owner_id, data["key"], schedule.id)
     audit.record(schedule.id, schedule.owner_id, "update", now,
                  {key: audit.jsonable(value) for key, value in data.items()})
     columns = timing_columns(data, now)
@@ -129,6 +141,7 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
     schedule.updated_at = now
     if replan and schedule.status == ScheduleStatus.ACTIVE.value:
         get_redis().ping()
+    _flush_keyed(schedule.key)
     db.session.commit()
     if replan:
         hand_off_or_leave_to_recovery(schedule)
@@ -281,6 +294,26 @@ def _require_workflow(workflow_id: int, owner_id: int) -> None:
     workflow = db.session.get(Workflow, workflow_id)
     if workflow is None or workflow.owner_id != owner_id:
         raise Invalid({"workflow_id": [f"workflow {workflow_id} does not exist"]})
+
+
+def _require_free_key(owner_id: int, key: str | None, other_than: str | None) -> None:
+    if key is None:
+        return
+    taken = db.session.scalar(select(ScheduledJob.id).where(
+        (ScheduledJob.owner_id == owner_id) & (ScheduledJob.key == key) & (ScheduledJob.id != (other_than or ""))))
+    if taken is not None:
+        raise DuplicateKey(key)
+
+
+def _flush_keyed(key: str | None) -> None:
+    """Flush; a key taken by a concurrent request meanwhile is the unique constraint's refusal, a 409 too."""
+    try:
+        db.session.flush()
+    except IntegrityError as exc:
+        refusal = str(exc.orig)
+        if key is None or not ("uq_scheduled_jobs_owner_key" in refusal or "scheduled_jobs.key" in refusal):
+            raise
+        raise DuplicateKey(key) from exc
 
 
 def _locked(schedule_id: str) -> ScheduledJob:

@@ -29,6 +29,7 @@ _ERRORS = {
     401: "No API token, or a malformed, unknown, revoked or expired one (`WWW-Authenticate: Bearer`).",
     403: "Only an admin may do this.",
     404: "No such object for this caller (another owner's objects are absent too).",
+    409: "A schedule of the same owner has this key already.",
     413: "The body is larger than RECUR_MAX_BODY_BYTES.",
     414: "The request line is too long.",
     422: "A field is invalid: `errors` names each field and the reason.",

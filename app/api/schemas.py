@@ -7,6 +7,7 @@ accept; every instant lies in the supported range of app.timing ([1970-01-01, 30
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -90,10 +91,26 @@ class TimingIn(Schema):
             raise ValidationError("end_at must be after start_at.", field_name="end_at")
 
 
+# A schedule's key: the owner's own name for it (recur apply), a path-like word: no spaces or controls.
+KEY_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.:/@+-]*"
+
+
+def _whole_key(value: str) -> None:
+    """The pattern's `$` lets a final newline through; the whole value must match."""
+    if re.fullmatch(KEY_PATTERN, value) is None:
+        raise ValidationError("letters, digits and _ . : / @ + - only, not starting with a sign")
+
+
+def _key_field(**kwargs: Any) -> fields.String:
+    return fields.String(validate=[validate.Length(min=1, max=200), validate.Regexp(f"^{KEY_PATTERN}$"),
+                                   _whole_key], **kwargs)
+
+
 class ScheduleIn(TimingIn):
     """Create body; PATCH loads it with partial=True."""
 
     name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    key = _key_field(allow_none=True)
     description = fields.String(allow_none=True, validate=validate.Length(max=10_000))
     workflow_id = _int(1, INT_MAX, required=True)
     trigger_node_id = fields.String(allow_none=True, validate=validate.Length(max=200))
@@ -140,6 +157,7 @@ class OwnedPageIn(PageIn):
 
 class ScheduleListIn(OwnedPageIn):
     status = fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus]))
+    key = _key_field()
     workflow_id = fields.Integer(validate=validate.Range(min=1, max=INT_MAX))
 
 
@@ -181,6 +199,7 @@ class WorkflowOut(Schema):
 class ScheduleOut(Schema):
     id = _out(fields.String())
     name = _out(fields.String())
+    key = _out(fields.String(allow_none=True))
     description = _out(fields.String(allow_none=True))
     workflow_id = _out(fields.Integer())
     owner_id = _out(fields.Integer())

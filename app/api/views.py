@@ -127,6 +127,9 @@ def _service(call: Any, *args: Any) -> ScheduledJob:
     except schedules.Conflict as exc:
         db.session.rollback()
         raise ApiError(400, "invalid_state", str(exc)) from exc
+    except schedules.DuplicateKey as exc:
+        db.session.rollback()
+        raise ApiError(409, "conflict", str(exc), {"key": [str(exc)]}) from exc
 
 
 # --- health ------------------------------------------------------------------------------------
@@ -217,6 +220,8 @@ def list_schedules() -> Response:
         where.append(ScheduledJob.status == query["status"])
     if "workflow_id" in query:
         where.append(ScheduledJob.workflow_id == query["workflow_id"])
+    if "key" in query:
+        where.append(ScheduledJob.key == query["key"])
     owner_id = query.get("owner_id")
     total = db.session.scalar(scoped(select(func.count()).select_from(ScheduledJob), ScheduledJob, owner_id)
                               .where(*where))
@@ -229,7 +234,7 @@ def list_schedules() -> Response:
 
 
 @api.post("/schedules/")
-@documented(summary="Create a schedule", ok=201, answer=ScheduleDetailOut, body=ScheduleIn)
+@documented(summary="Create a schedule", ok=201, answer=ScheduleDetailOut, body=ScheduleIn, errors=[409])
 def create_schedule() -> tuple[Response, int]:
     data = _body(_schema(ScheduleIn))
     data["owner_id"] = caller().id
@@ -261,7 +266,7 @@ def get_schedule(schedule_id: str) -> Response:
 
 @api.patch("/schedules/<schedule_id>/")
 @documented(summary="Edit a schedule (a timing change re-plans it)", answer=ScheduleDetailOut,
-            body=ScheduleIn, errors=[404])
+            body=ScheduleIn, errors=[404, 409])
 def update_schedule(schedule_id: str) -> Response:
     _schedule_or_404(schedule_id)
     data = _body(_schema(ScheduleIn), partial=True)

@@ -97,6 +97,8 @@ class Transaction:
         self._cursor = connection.cursor()
         self._dialect = dialect
         self.rolled_back = False
+        # Run after a successful commit (metrics of what the transaction recorded); never after a rollback.
+        self.after_commit: list[Callable[[], None]] = []
 
     def execute(self, statement: Statement, values: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """Run the statement; returns its rows (RETURNING or SELECT), each converted as SQLAlchemy would."""
@@ -163,5 +165,8 @@ def transaction(engine: Engine) -> Iterator[Transaction]:
                 tx.rollback()
             raise
         tx._commit()
+        if not tx.rolled_back:
+            for hook in tx.after_commit:
+                hook()
     finally:
         connection.close()

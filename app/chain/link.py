@@ -17,7 +17,7 @@ from flask import Flask, current_app, has_app_context
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
-from app import clock
+from app import clock, logs
 from app.chain import state
 from app.chain.handoff import hand_off
 from app.chain.leases import Lease
@@ -80,6 +80,7 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
 
     Returns the claimed tick, or the outcome when there is nothing to run ("stale", "skipped").
     """
+    logs.bind(schedule_id=schedule_id, repeat=repeat, retry=retry, worker=worker_name, run_id=None)
     now = clock.utcnow()  # the cluster clock: the claim's time is the run's started_at and plans the next tick
     early = (scheduled_for - now).total_seconds()
     if early > 0:
@@ -89,7 +90,9 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
     # it cannot make the real link's run look like an overlap. (One round trip after the claim's commit.)
     claim = state.claim_tick(schedule_id, revision, repeat, retry, scheduled_for, now, worker_name)
     if claim is None:
+        logs.clear()
         return "stale"
+    logs.bind(run_id=claim.run_id)
     config = current_app.config
     deadline = clock.monotonic() + claim.timeout_seconds + config["RECUR_TIMEOUT_GRACE_SECONDS"]
     lease = Lease(get_redis(), schedule_id, claim.run_id, config["RECUR_LEASE_SECONDS"], deadline)
@@ -99,6 +102,7 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
         skipped = state.finish_run(claim.run_id, RunStatus.SKIPPED, f"overlap: run {other} still running", now)
         if skipped is not None:
             hand_off(skipped)
+        logs.clear()
         return RunStatus.SKIPPED.value
 
     event: TaskEvent = {
@@ -142,6 +146,8 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None) -> str:
             if schedule is not None:
                 hand_off(schedule, pipeline=pipe)
             pipe.execute()
+    log.info("run %s %s", prepared.claim.run_id, status.value)
+    logs.clear()
     return status.value
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from app import metrics
 from app.auth import audit
 from app.chain import driver, invalid, planning
 from app.extensions import db
@@ -111,6 +112,7 @@ def claim_tick(
             return None
         name, payload, timeout_seconds, task = claimed
         tx.execute(_RECORD_RUN, values)
+        tx.after_commit.append(lambda: metrics.run_claimed(scheduled_for, now))
     return Claim(run_id, task, name, payload, timeout_seconds)
 
 
@@ -120,7 +122,8 @@ _FINISH_RUN = driver.Statement(
     .where((_RUNS.c.id == bindparam("p_run_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
     .values(status=bindparam("p_status"), finished_at=bindparam("p_finished_at", type_=UTCDateTime()),
             error=bindparam("p_error"))
-    .returning(_RUNS.c.schedule_id, _RUNS.c.scheduled_for)
+    .returning(_RUNS.c.schedule_id, _RUNS.c.scheduled_for, _RUNS.c.started_at,
+               *([_RUNS.c.trigger] if "trigger" in _RUNS.c else []))  # for app.metrics
 )
 _LOAD_SCHEDULE = driver.Statement(select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update())
 # What finishing a run may change; written only while the row still names this run as running.
@@ -198,7 +201,9 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
         if finished is None:
             tx.rollback()
             return None
-        schedule_id, nominal = finished
+        schedule_id, nominal = finished[:2]
+        tx.after_commit.append(lambda: metrics.run_finished(
+            status.value, finished[3] if len(finished) > 3 else None, finished[2], now))
         row = tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id})
         if row is None:  # deleted: keep the run's record, touch nothing else
             return None

@@ -1,0 +1,110 @@
+"""The schedule form: its fields as an API body, checked by the API's own schema (ScheduleIn) and service
+(app.schedules), so the console holds no second copy of the rules; errors come back per field."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from marshmallow import ValidationError
+from werkzeug.datastructures import MultiDict
+
+from app.api.errors import _flatten
+from app.api.schemas import ScheduleIn, schedule_out
+
+KINDS = ("cron", "every", "interval_seconds", "rrule", "at")
+_TEXT = ("name", "key", "description", "timezone", "start_at", "end_at", "only_between", "anchor_date",
+         "on_exhausted")
+_INTEGERS = ("workflow_id", "total_repeats", "max_retries", "timeout_seconds", "jitter_seconds")
+_SCHEMA = ScheduleIn()
+
+
+def body_from_form(form: MultiDict[str, str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """(the API body, errors the form itself can tell: not a number, not JSON). Empty fields are left out."""
+    body: dict[str, Any] = {}
+    errors: dict[str, list[str]] = {}
+    kind = form.get("kind", "cron")
+    if kind not in KINDS:
+        errors["kind"] = ["choose a kind of timing"]
+    elif form.get(kind, "").strip():
+        value: Any = form[kind].strip()
+        if kind == "interval_seconds":
+            value = _integer(value, kind, errors)
+        body[kind] = value
+    else:
+        errors[kind] = ["give the timing"]
+    for name in _TEXT:
+        if form.get(name, "").strip():
+            body[name] = form[name].strip()
+    for name in _INTEGERS:
+        if form.get(name, "").strip():
+            body[name] = _integer(form[name].strip(), name, errors)
+    if form.get("not_on", "").strip():
+        body["not_on"] = [part.strip() for part in form["not_on"].split(",") if part.strip()]
+    if form.get("trigger_payload", "").strip():
+        try:
+            body["trigger_payload"] = json.loads(form["trigger_payload"])
+        except ValueError as exc:
+            errors["trigger_payload"] = [f"not JSON: {exc}"]
+    return body, errors
+
+
+def _integer(text: str, name: str, errors: dict[str, list[str]]) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        errors[name] = ["must be a whole number"]
+        return text
+
+
+def validated(body: dict[str, Any], partial: bool = False) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The body loaded by the API's schema, or its errors by field."""
+    try:
+        return _SCHEMA.load(body, partial=partial), {}
+    except ValidationError as exc:
+        messages = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
+        return {}, _flatten(messages)
+
+
+def changed_fields(body: dict[str, Any], current: Any) -> dict[str, Any]:
+    """Of an edit's body, the fields that differ from the schedule as the API shows it (a PATCH sends only
+    those, so an edit of the name does not re-plan the timing). Timing kinds count as one field."""
+    shown = schedule_out(current)
+    changed = {}
+    for name, value in body.items():
+        if name in KINDS:
+            if name == "every" or str(shown.get(name) or "") != str(value):
+                changed[name] = value
+        elif name in ("start_at", "end_at", "anchor_date"):
+            if _instant(value) != shown.get(name):
+                changed[name] = value
+        elif shown.get(name) != value:
+            changed[name] = value
+    return changed
+
+
+def _instant(text: str) -> str | None:
+    from datetime import UTC, datetime
+
+    from app.api.schemas import iso
+    from app.clock import ceil_second
+
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text
+    return iso(ceil_second(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)))
+
+
+def form_values(schedule: Any | None) -> dict[str, Any]:
+    """A form's initial values: a schedule's (edit) or the defaults (new)."""
+    if schedule is None:
+        return {"kind": "cron", "timezone": "UTC"}
+    shown = schedule_out(schedule)
+    values: dict[str, Any] = {k: v for k, v in shown.items() if v is not None and not isinstance(v, (list, dict))}
+    values["kind"] = next((k for k in KINDS if shown.get(k) is not None), "cron")
+    if shown.get("not_on"):
+        values["not_on"] = ", ".join(str(d) for d in shown["not_on"])
+    if shown.get("trigger_payload") is not None:
+        values["trigger_payload"] = json.dumps(shown["trigger_payload"])
+    return values

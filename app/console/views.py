@@ -1,0 +1,286 @@
+"""The console's pages. Each one reads through app.console.queries (scoped to the signed-in owner) and changes
+things through app.schedules, the service the API uses; nothing here decides what the API would not."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from flask import Blueprint, Response, abort, flash, g, redirect, render_template, request, url_for
+from redis.exceptions import RedisError
+from werkzeug.wrappers import Response as BaseResponse
+
+from app import clock, schedules
+from app.api import views as api_views
+from app.api.schemas import iso
+from app.auth.scope import caller
+from app.background import read_stats
+from app.chain import planning
+from app.console import chart, forms, queries, session
+from app.extensions import db, get_queue, get_redis
+from app.models import ScheduledJob, ScheduleStatus, Workflow
+from app.tasks import get_task, task_names
+
+console = Blueprint("console", __name__, template_folder="templates", static_folder="static",
+                    static_url_path="/console/static")
+PAGE = 25
+Page = str | BaseResponse | tuple[str, int]
+
+
+@console.before_request
+def _before() -> None:
+    session.load_owner()
+    session.check_csrf()
+
+
+@console.app_template_global()
+def csrf_token() -> str:
+    return session.csrf_token()
+
+
+@console.app_template_filter("when")
+def _when(instant: datetime | None, zone: str | None = None) -> str:
+    if instant is None:
+        return "-"
+    if instant.tzinfo is None:  # RQ's own stamps are naive UTC
+        instant = instant.replace(tzinfo=UTC)
+    local = instant.astimezone(ZoneInfo(zone)) if zone else instant.astimezone(UTC)
+    return local.strftime("%Y-%m-%d %H:%M:%S") + (f" {local.tzname()}" if zone else " UTC")
+
+
+@console.app_template_filter("iso")
+def _iso(instant: datetime | None) -> str:
+    return iso(instant) or ""
+
+
+@console.app_template_filter("seconds")
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else chart.seconds_text(value)
+
+
+# --- signing in ----------------------------------------------------------------------------------
+
+@console.route("/signin", methods=["GET", "POST"])
+def signin() -> Page:
+    error = None
+    if request.method == "POST":
+        owner = session.sign_in(request.form.get("token", ""))
+        if owner is not None:
+            target = request.args.get("next") or ""
+            return redirect(target if target.startswith("/") and not target.startswith("//")
+                            else url_for("console.schedule_list"))
+        error = "That token is unknown, revoked or expired."
+    return render_template("signin.html", error=error), 401 if error else 200
+
+
+@console.post("/signout")
+def signout() -> BaseResponse:
+    session.sign_out()
+    return redirect(url_for("console.signin"))
+
+
+@console.get("/")
+def home() -> BaseResponse:
+    return redirect(url_for("console.schedule_list"))
+
+
+# --- schedules -----------------------------------------------------------------------------------
+
+def _description(schedule: ScheduledJob) -> str:
+    try:
+        return planning.spec_of(schedule).describe()
+    except Exception as exc:  # a stored timing that no longer builds: shown, never a failed page
+        return f"invalid timing: {exc}"
+
+
+@console.get("/schedules")
+@session.signed_in
+def schedule_list() -> Page:
+    filters = queries.ScheduleFilter(
+        status=request.args.get("status") or None,
+        workflow_id=request.args.get("workflow", type=int),
+        text=(request.args.get("q") or "").strip() or None,
+    )
+    page = max(1, request.args.get("page", 1, type=int))
+    rows, total = queries.schedule_page(filters, PAGE, (page - 1) * PAGE)
+    strips = queries.recent_runs([s.id for s in rows])
+    names = {w.id: w.name for w in queries.workflows()}
+    items = [{"schedule": s, "description": _description(s), "runs": strips.get(s.id, []),
+              "workflow": names.get(s.workflow_id, s.workflow_id)} for s in rows]
+    return render_template("schedules.html", items=items, total=total, page=page, pages=max(1, -(-total // PAGE)),
+                           filters=filters, workflows=names, statuses=[s.value for s in ScheduleStatus])
+
+
+@console.get("/schedules/<schedule_id>")
+@session.signed_in
+def schedule_page(schedule_id: str) -> Page:
+    schedule = _owned(schedule_id)
+    now = clock.utcnow()
+    try:
+        upcoming = schedules.next_runs(schedule, now, 10)
+    except Exception:
+        upcoming = []
+    page = max(1, request.args.get("page", 1, type=int))
+    runs, total = queries.run_page(schedule.id, PAGE, (page - 1) * PAGE)
+    recent = queries.recent_runs([schedule.id], per_schedule=60)[schedule.id]
+    points = [chart.Point(r.scheduled_for, (r.started_at - r.scheduled_for).total_seconds(),
+                          (r.finished_at - r.started_at).total_seconds() if r.finished_at else None, r.status)
+              for r in recent]
+    workflow = db.session.get(Workflow, schedule.workflow_id)
+    return render_template("schedule.html", s=schedule, description=_description(schedule), upcoming=upcoming,
+                           runs=runs, total=total, page=page, pages=max(1, -(-total // PAGE)),
+                           chart=chart.timeline(points), workflow=workflow)
+
+
+@console.route("/schedules/new", methods=["GET", "POST"])
+@session.signed_in
+def schedule_new() -> Page:
+    values: dict[str, Any] = forms.form_values(None)
+    errors: dict[str, list[str]] = {}
+    if request.method == "POST":
+        values = request.form.to_dict()
+        body, errors = forms.body_from_form(request.form)
+        data, schema_errors = forms.validated(body)
+        errors |= schema_errors
+        if not errors:
+            data["owner_id"] = caller().id
+            schedule, errors = _serviced(schedules.create, data, clock.utcnow())
+            if schedule is not None:
+                flash(f"Created {schedule.name}.")
+                return redirect(url_for("console.schedule_page", schedule_id=schedule.id))
+    return _form("new", values, errors)
+
+
+@console.route("/schedules/<schedule_id>/edit", methods=["GET", "POST"])
+@session.signed_in
+def schedule_edit(schedule_id: str) -> Page:
+    schedule = _owned(schedule_id)
+    values = forms.form_values(schedule)
+    errors: dict[str, list[str]] = {}
+    if request.method == "POST":
+        values = request.form.to_dict()
+        body, errors = forms.body_from_form(request.form)
+        changed = forms.changed_fields(body, schedule) if not errors else {}
+        data, schema_errors = forms.validated(changed, partial=True)
+        errors |= schema_errors
+        if not errors and not changed:
+            flash("Nothing changed.")
+            return redirect(url_for("console.schedule_page", schedule_id=schedule.id))
+        if not errors:
+            updated, errors = _serviced(schedules.update, schedule.id, data, clock.utcnow())
+            if updated is not None:
+                flash(f"Saved {', '.join(sorted(changed))}.")
+                return redirect(url_for("console.schedule_page", schedule_id=schedule.id))
+    return _form("edit", values, errors, schedule)
+
+
+def _form(mode: str, values: dict[str, Any], errors: dict[str, list[str]], schedule: Any = None) -> Page:
+    page = render_template("schedule_form.html", mode=mode, v=values, errors=errors, s=schedule,
+                           workflows=queries.workflows(), kinds=forms.KINDS)
+    return (page, 422) if errors else page
+
+
+def _serviced(call: Any, *args: Any) -> tuple[ScheduledJob | None, dict[str, list[str]]]:
+    """Run a service call as the API does; its refusals become field errors."""
+    try:
+        return call(*args), {}
+    except schedules.Invalid as exc:
+        db.session.rollback()
+        return None, exc.errors
+    except schedules.DuplicateKey as exc:
+        db.session.rollback()
+        return None, {"key": [str(exc)]}
+    except schedules.Conflict as exc:
+        db.session.rollback()
+        return None, {"_schema": [str(exc)]}
+    except RedisError:
+        db.session.rollback()
+        return None, {"_schema": ["Redis is unreachable; nothing was changed. Try again."]}
+
+
+@console.post("/schedules/<schedule_id>/pause")
+@session.signed_in
+def schedule_pause(schedule_id: str) -> BaseResponse:
+    note = (request.form.get("note") or "").strip() or None
+    return _act(schedule_id, "Paused.", schedules.pause, clock.utcnow(), note)
+
+
+@console.post("/schedules/<schedule_id>/resume")
+@session.signed_in
+def schedule_resume(schedule_id: str) -> BaseResponse:
+    return _act(schedule_id, "Resumed.", schedules.resume, clock.utcnow())
+
+
+def _act(schedule_id: str, done: str, call: Any, *args: Any) -> BaseResponse:
+    schedule = _owned(schedule_id)
+    _, errors = _serviced(call, schedule.id, *args)
+    flash("; ".join(m for ms in errors.values() for m in ms) if errors else done)
+    return redirect(url_for("console.schedule_page", schedule_id=schedule.id))
+
+
+@console.route("/schedules/<schedule_id>/delete", methods=["GET", "POST"])
+@session.signed_in
+def schedule_delete(schedule_id: str) -> Page:
+    schedule = _owned(schedule_id)
+    if request.method == "GET":
+        return render_template("confirm_delete.html", s=schedule)
+    schedules.remove([schedule.id], clock.utcnow())
+    flash(f"Deleted {schedule.name}.")
+    return redirect(url_for("console.schedule_list"))
+
+
+@console.post("/preview")
+@session.signed_in
+def preview() -> Response:
+    """The live preview of the form: the API's own preview view, answered as it answers (JSON)."""
+    return api_views.preview_schedule()
+
+
+def _owned(schedule_id: str) -> ScheduledJob:
+    schedule = queries.owned_schedule(schedule_id)
+    if schedule is None:
+        abort(404, description=f"schedule {schedule_id} does not exist")
+    return schedule
+
+
+# --- workflows and health ------------------------------------------------------------------------
+
+@console.route("/workflows", methods=["GET", "POST"])
+@session.signed_in
+def workflow_list() -> Page:
+    errors: dict[str, list[str]] = {}
+    if request.method == "POST":
+        name, task = (request.form.get("name") or "").strip(), (request.form.get("task") or "").strip()
+        if not name or len(name) > 200:
+            errors["name"] = ["give a name (at most 200 characters)"]
+        if get_task(task) is None:
+            errors["task"] = [f"unknown task {task!r}"]
+        if not errors:
+            db.session.add(Workflow(name=name, task=task, owner_id=caller().id, created_at=clock.utcnow()))
+            db.session.commit()
+            flash(f"Created workflow {name}.")
+            return redirect(url_for("console.workflow_list"))
+    page = render_template("workflows.html", workflows=queries.workflows(), counts=queries.schedules_per_workflow(),
+                           tasks=task_names(), errors=errors, form=request.form)
+    return (page, 422) if errors else page
+
+
+@console.get("/health")
+@session.signed_in
+def health() -> Page:
+    from rq import Worker
+    from rq.registry import ScheduledJobRegistry
+
+    redis_state, workers, depth, waiting, stats = "ok", [], None, None, {}
+    try:
+        redis = get_redis()
+        queue = get_queue()
+        workers = sorted(Worker.all(connection=redis), key=lambda w: w.name)
+        depth, waiting = queue.count, ScheduledJobRegistry(queue=queue).count  # type: ignore[no-untyped-call]
+        stats = read_stats(redis)
+    except RedisError as exc:
+        redis_state = f"unavailable: {type(exc).__name__}"
+    return render_template("health.html", redis_state=redis_state, workers=workers, depth=depth, waiting=waiting,
+                           stats=stats, counts=queries.status_counts(), statuses=[s.value for s in ScheduleStatus],
+                           owner=g.owner)

@@ -1,0 +1,137 @@
+"""Prometheus metrics: what every process counts (runs, lateness, durations, reconciler passes) and what is read
+from the database and Redis at scrape time (schedules by status, queue depth, workers), served at GET /metrics.
+
+With PROMETHEUS_MULTIPROC_DIR set (a directory shared by the web and worker processes of one host, emptied
+before they start) prometheus-client keeps each process's values in files there and /metrics adds them up;
+without it, /metrics shows the answering process's own values. Labels are bounded: status, trigger, reason,
+queue; never a schedule or run id.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from flask import Blueprint, Flask, Response, current_app, request
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+log = logging.getLogger(__name__)
+
+# prometheus-client writes each process's values into this directory from the first metric on: make sure it
+# exists, or the first claim of a worker started with the setting but without the directory would fail.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+
+# Fire lateness: from a tick's nominal time to its claim. Sub-second is the normal case; minutes is a backlog.
+_LATENESS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
+_DURATION_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600)
+
+RUNS = Counter("recur_runs_total", "Runs finished, by outcome and by what triggered them.", ["status", "trigger"])
+LATENESS = Histogram("recur_run_lateness_seconds", "From a run's nominal time to its claim by a worker.",
+                     buckets=_LATENESS_BUCKETS)
+DURATION = Histogram("recur_run_duration_seconds", "From a run's claim to its recorded outcome.", ["status"],
+                     buckets=_DURATION_BUCKETS)
+LINKS_REPAIRED = Counter("recur_links_repaired_total", "Missing pending links the reconciler re-created.")
+WRITTEN_OFF = Counter("recur_runs_written_off_total", "Runs the reconciler failed because their lease lapsed.")
+INVALIDATED = Counter("recur_schedules_invalidated_total", "Schedules the reconciler marked invalid.")
+RECONCILE_PASS = Histogram("recur_reconcile_pass_seconds", "Time one reconciler pass took.",
+                           buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+
+
+def run_claimed(scheduled_for: datetime, now: datetime) -> None:
+    LATENESS.observe(max(0.0, (now - scheduled_for).total_seconds()))
+
+
+def run_finished(status: str, trigger: str | None, started_at: datetime | None, now: datetime) -> None:
+    RUNS.labels(status=status, trigger=trigger or "schedule").inc()
+    if started_at is not None:
+        DURATION.labels(status=status).observe(max(0.0, (now - started_at).total_seconds()))
+
+
+def reconciled(report: dict[str, Any]) -> None:
+    LINKS_REPAIRED.inc(int(report.get("links_repaired", 0)))
+    WRITTEN_OFF.inc(int(report.get("runs_written_off", 0)))
+    INVALIDATED.inc(int(report.get("schedules_invalidated", 0)))
+    RECONCILE_PASS.observe(float(report.get("seconds", 0.0)))
+
+
+class StateCollector(Collector):
+    """Read at scrape time, once for the cluster (not summed over processes): schedules by status from the
+    database, and from Redis the links waiting in the queue and in RQ's scheduled registry, and RQ workers."""
+
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        from rq import Worker
+        from rq.registry import ScheduledJobRegistry
+        from sqlalchemy import func, select
+
+        from app.extensions import db, get_queue, get_redis
+        from app.models import ScheduledJob, ScheduleStatus
+
+        schedules = GaugeMetricFamily("recur_schedules", "Schedules by status.", labels=["status"])
+        counts = {status.value: 0 for status in ScheduleStatus}
+        counts.update(dict(db.session.execute(  # type: ignore[arg-type,unused-ignore]
+            select(ScheduledJob.status, func.count()).group_by(ScheduledJob.status)).all()))
+        db.session.rollback()
+        for status, count in sorted(counts.items()):
+            schedules.add_metric([status], count)
+        yield schedules
+
+        queue = get_queue(self.app)
+        depth = GaugeMetricFamily("recur_queue_depth", "Links waiting in the RQ queue for a worker.", labels=["queue"])
+        depth.add_metric([queue.name], queue.count)
+        yield depth
+        scheduled = GaugeMetricFamily("recur_links_scheduled", "Links waiting for their time in RQ's scheduled "
+                                      "registry.", labels=["queue"])
+        scheduled.add_metric([queue.name], ScheduledJobRegistry(queue=queue).count)  # type: ignore[no-untyped-call]
+        yield scheduled
+        workers = GaugeMetricFamily("recur_workers", "RQ workers registered in Redis.")
+        workers.add_metric([], Worker.count(connection=get_redis(self.app)))
+        yield workers
+
+
+metrics = Blueprint("metrics", __name__)
+
+
+@metrics.get("/metrics")
+def scrape() -> Response:
+    """The Prometheus text format; with RECUR_METRICS_TOKEN set, only for `Authorization: Bearer <it>`."""
+    expected = current_app.config.get("RECUR_METRICS_TOKEN")
+    if expected:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected.encode()):
+            return Response("metrics need 'Authorization: Bearer <RECUR_METRICS_TOKEN>'\n", 401,
+                            {"WWW-Authenticate": 'Bearer realm="recur-metrics"', "Content-Type": "text/plain"})
+    registry: Any = REGISTRY
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    else:
+        registry = CollectorRegistry()
+        registry.register(_Forward(REGISTRY))
+    registry.register(StateCollector(current_app._get_current_object()))  # type: ignore[attr-defined]
+    return Response(generate_latest(registry), 200, {"Content-Type": CONTENT_TYPE_LATEST})
+
+
+class _Forward(Collector):
+    """This process's own registry inside a scrape's registry (single-process mode)."""
+
+    def __init__(self, source: CollectorRegistry) -> None:
+        self.source = source
+
+    def collect(self) -> Iterator[Any]:
+        yield from self.source.collect()
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(metrics)

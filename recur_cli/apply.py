@@ -1,0 +1,123 @@
+"""`recur apply FILE`: make the owner's workflows and keyed schedules match a YAML file, idempotently.
+
+Creates what is new, PATCHes only the fields that differ (a timing change re-plans, as any PATCH does),
+leaves everything else alone, and with --prune deletes the owner's keyed schedules the file no longer lists.
+Schedules without a key are never touched. --dry-run prints the plan and changes nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from recur_cli import output
+from recur_cli.applyfile import ApplyFile, FileError, load
+from recur_cli.client import ApiError, Client
+from recur_cli.context import current, json_option
+from recur_cli.plan import CREATE, DELETE, UNCHANGED, UPDATE, Plan, Step, interval_from_preview, make_plan
+
+
+@click.command("apply")
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--prune", is_flag=True, help="Delete your keyed schedules the file does not list.")
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@json_option
+def apply(path: str, prune: bool, dry_run: bool) -> None:
+    """Create and update workflows and schedules from a YAML file (schedules matched by `key`)."""
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+        wanted = load(text, path)
+    except (OSError, FileError) as exc:
+        raise click.UsageError(str(exc)) from None
+    apply_file(wanted, prune, dry_run)
+
+
+def apply_file(wanted: ApplyFile, prune: bool = False, dry_run: bool = False, err: bool = False) -> None:
+    """Plan, carry out (unless dry_run) and report; `err`: the report goes to stderr."""
+    client = current().client
+    plan = plan_for(client, wanted, prune)
+    if not dry_run:
+        execute(client, plan)
+    report(plan, dry_run, err)
+
+
+def plan_for(client: Client, wanted: ApplyFile, prune: bool) -> Plan:
+    me = client.get("/me/")
+    workflows = list(client.every("/workflows/", owner_id=me["id"]))
+    schedules = list(client.every("/schedules/", owner_id=me["id"]))
+    intervals: dict[str, int] = {}
+
+    def interval_of(every: str) -> int:
+        if every not in intervals:
+            answer = client.post("/schedules/preview/", {"every": every, "count": 2})
+            intervals[every] = interval_from_preview(answer["next_runs"])
+        return intervals[every]
+
+    try:
+        return make_plan(wanted, workflows, schedules, interval_of, prune)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def execute(client: Client, plan: Plan) -> None:
+    """Carry the plan out in its order (workflows first). It stops at the first refusal; what was done
+    stays done, and applying again after a fix carries on from there."""
+    workflow_ids: dict[str, int] = {}
+    for step in plan.steps:
+        if step.kind == "workflow":
+            if step.action == CREATE:
+                step.target = client.post("/workflows/", step.body)["id"]
+            elif step.action == UPDATE:
+                client.patch(f"/workflows/{step.target}/", step.body)
+            workflow_ids[step.name] = step.target
+    for step in plan.steps:
+        if step.kind != "schedule" or step.action == UNCHANGED:
+            continue
+        body = dict(step.body)
+        if step.workflow is not None:
+            body["workflow_id"] = workflow_ids.get(step.workflow) or _workflow_id(client, step.workflow)
+        try:
+            if step.action == CREATE:
+                step.target = client.post("/schedules/", body)["id"]
+            elif step.action == UPDATE:
+                client.patch(f"/schedules/{step.target}/", body)
+            elif step.action == DELETE:
+                client.delete(f"/schedules/{step.target}/")
+        except ApiError as exc:
+            raise ApiError(exc.status, f"schedule {step.name}: {exc.message}", exc.errors, exc.body) from None
+
+
+def _workflow_id(client: Client, name: str) -> int:
+    me = client.get("/me/")
+    return int(next(w["id"] for w in client.every("/workflows/", owner_id=me["id"]) if w["name"] == name))
+
+
+def report(plan: Plan, dry_run: bool, err: bool = False) -> None:
+    if current().json:
+        output.emit_json({"dry_run": dry_run, "steps": [s.as_dict() for s in plan.steps],
+                          "summary": _summary(plan)})
+        return
+    for step in plan.steps:
+        click.echo(_line(step), err=err)
+    summary = _summary(plan)
+    counts = ", ".join(f"{summary[a]} {a if dry_run else _done(a)}" for a in (CREATE, UPDATE, DELETE, UNCHANGED))
+    click.echo(("plan: " if dry_run else "") + counts + (" (dry run: nothing was changed)" if dry_run else ""),
+               err=err)
+
+
+def _summary(plan: Plan) -> dict[str, int]:
+    return {action: plan.count(action, "schedule") for action in (CREATE, UPDATE, DELETE, UNCHANGED)}
+
+
+def _done(action: str) -> str:
+    return {CREATE: "created", UPDATE: "updated", DELETE: "deleted", UNCHANGED: "unchanged"}[action]
+
+
+def _line(step: Step) -> str:
+    head = f"{step.action:9} {step.kind} {step.name}"
+    if step.action == UPDATE:
+        changed = "; ".join(f"{name}: {output.text(old)} -> {output.text(new)}"
+                            for name, (old, new) in step.changes.items())
+        return f"{head}  ({changed})"
+    return head

@@ -1,0 +1,110 @@
+"""Reading an apply file: YAML with `workflows` (matched by name) and `schedules` (matched by `key`).
+
+Each schedule names its workflow by name (`workflow:`) and takes every other field the API takes; the file is
+checked here for its shape only (keys, names, references); the API checks each value when it is applied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+import yaml
+
+# Relative to the moment it is applied, so a second apply would always see a change: files use `at`.
+NOT_IN_FILES = {"after_seconds": "give `at` (an instant) instead: after_seconds would move on every apply",
+                "workflow_id": "name the workflow with `workflow: NAME` (ids differ between servers)"}
+
+
+class FileError(Exception):
+    """The file cannot be applied as it is; the message says where."""
+
+
+@dataclass
+class WorkflowSpec:
+    name: str
+    task: str
+
+
+@dataclass
+class ScheduleSpec:
+    key: str
+    workflow: str
+    fields: dict[str, Any] = field(default_factory=dict)  # every API field but workflow_id, JSON-ready
+
+
+@dataclass
+class ApplyFile:
+    workflows: list[WorkflowSpec]
+    schedules: list[ScheduleSpec]
+
+
+def load(text: str, source: str = "the file") -> ApplyFile:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise FileError(f"{source} is not valid YAML: {exc}") from None
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise FileError(f"{source}: the top level must be a mapping with `workflows` and `schedules`")
+    unknown = set(document) - {"workflows", "schedules"}
+    if unknown:
+        raise FileError(f"{source}: unknown top-level entries {sorted(unknown)}; only workflows and schedules")
+    workflows = [_workflow(item, i) for i, item in enumerate(_list(document, "workflows"))]
+    names = [w.name for w in workflows]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise FileError(f"workflows named more than once: {twice}")
+    schedules = [_schedule(item, i) for i, item in enumerate(_list(document, "schedules"))]
+    keys = [s.key for s in schedules]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise FileError(f"schedule keys used more than once: {twice}")
+    return ApplyFile(workflows, schedules)
+
+
+def _list(document: dict[str, Any], name: str) -> list[Any]:
+    value = document.get(name) or []
+    if not isinstance(value, list):
+        raise FileError(f"`{name}` must be a list")
+    return value
+
+
+def _workflow(item: Any, index: int) -> WorkflowSpec:
+    where = f"workflows[{index}]"
+    if not isinstance(item, dict) or set(item) != {"name", "task"}:
+        raise FileError(f"{where}: give exactly `name` and `task`")
+    if not all(isinstance(item[k], str) and item[k] for k in ("name", "task")):
+        raise FileError(f"{where}: name and task must be non-empty text")
+    return WorkflowSpec(item["name"], item["task"])
+
+
+def _schedule(item: Any, index: int) -> ScheduleSpec:
+    where = f"schedules[{index}]"
+    if not isinstance(item, dict):
+        raise FileError(f"{where}: must be a mapping")
+    key, workflow = item.get("key"), item.get("workflow")
+    if not isinstance(key, str) or not key:
+        raise FileError(f"{where}: every schedule needs a `key` (your own unique name for it)")
+    if not isinstance(workflow, str) or not workflow:
+        raise FileError(f"{where} ({key}): needs `workflow: NAME`")
+    for name, reason in NOT_IN_FILES.items():
+        if name in item:
+            raise FileError(f"{where} ({key}): {name}: {reason}")
+    fields = {k: jsonable(v) for k, v in item.items() if k != "workflow"}
+    return ScheduleSpec(key, workflow, fields)
+
+
+def jsonable(value: Any) -> Any:
+    """YAML's own types as JSON: dates and times (YAML reads 2026-12-01T09:00:00Z as one) as ISO 8601."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    return value

@@ -1,0 +1,65 @@
+"""The `recur` command: nouns then verbs (`recur schedules pause ID`), tables for people, --json for scripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from recur_cli import output
+from recur_cli.apply import apply
+from recur_cli.client import ApiError
+from recur_cli.context import DEFAULT_URL, ApiGroup, Context, current, json_option
+from recur_cli.imports import import_group
+from recur_cli.schedules import schedules
+from recur_cli.workflows import workflows
+
+
+@click.group(cls=ApiGroup)
+@click.option("--url", envvar="RECUR_URL", default=DEFAULT_URL, show_default=True,
+              help="The Recur server (RECUR_URL).")
+@click.option("--token", envvar="RECUR_TOKEN", help="Your API token (RECUR_TOKEN).")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answers.")
+@click.version_option(package_name="recur", message="recur %(version)s")
+@click.pass_context
+def cli(ctx: click.Context, url: str, token: str | None, as_json: bool) -> None:
+    """Operate a Recur server from the command line.
+
+    Exit status: 0 done, 1 the API refused or could not be reached (its message on stderr), 2 usage.
+    """
+    ctx.obj = Context(url=url, token=token, json=as_json)
+
+
+cli.add_command(schedules)
+cli.add_command(workflows)
+cli.add_command(apply)
+cli.add_command(import_group)
+
+
+@cli.command("health")
+@json_option
+def health() -> None:
+    """Whether the server's database and Redis answer (with counts for an admin)."""
+    client = current().client
+    try:
+        answer: Any = client.get("/health/")
+    except ApiError as exc:  # a 503 still carries the body that says what is down
+        body = exc.body
+        if not isinstance(body, dict) or "database" not in body:
+            raise
+        answer = body
+        _show_health(answer)
+        raise click.exceptions.Exit(1) from None
+    _show_health(answer)
+
+
+def _show_health(answer: dict[str, Any]) -> None:
+    if current().json:
+        output.emit_json(answer)
+        return
+    output.fields({"database": answer.get("database"), "redis": answer.get("redis")})
+    for section in ("schedules", "reconciler"):
+        if isinstance(answer.get(section), dict):
+            click.echo(f"{section}:")
+            for key, value in answer[section].items():
+                click.echo(f"  {key}: {value}")

@@ -1,0 +1,281 @@
+"""`recur schedules ...`: list, show, create, edit, pause, resume, trigger, backfill, delete, runs, preview."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from recur_cli import output
+from recur_cli.context import current, json_option, parse_json_option
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# (option, API field, type, help) for the timing of a schedule; the API checks every value.
+_TIMING = (
+    ("--cron", "cron", str, "A cron expression, e.g. '0 9 * * 1-5'."),
+    ("--every", "every", str, "A fixed rate, e.g. '30s', '15m', '2h', 'daily'."),
+    ("--interval", "interval_seconds", int, "A fixed rate in seconds."),
+    ("--rrule", "rrule", str, "An RFC 5545 recurrence rule."),
+    ("--at", "at", str, "Once, at this ISO 8601 instant."),
+    ("--after", "after_seconds", int, "Once, this many seconds from now."),
+    ("--timezone", "timezone", str, "The zone cron and rrule times are read in (default UTC)."),
+    ("--anchor-date", "anchor_date", str, "Where a fixed rate's ticks are counted from."),
+    ("--start-at", "start_at", str, "No run before this instant."),
+    ("--end-at", "end_at", str, "No run after this instant."),
+    ("--only-between", "only_between", str, "Only between these local times, e.g. '09:00-17:00'."),
+    ("--jitter", "jitter_seconds", int, "Delay each run by up to this many seconds."),
+)
+_OTHER = (
+    ("--name", "name", str, "The schedule's name."),
+    ("--key", "key", str, "Your own unique name for it (recur apply matches schedules by key)."),
+    ("--description", "description", str, "Free text."),
+    ("--repeats", "total_repeats", int, "Stop after this many runs (0: no limit)."),
+    ("--retries", "max_retries", int, "Retries of a failed run before it counts as failed."),
+    ("--timeout", "timeout_seconds", int, "Seconds a run may take."),
+    ("--on-exhausted", "on_exhausted", str, "When retries run out: dead, pause or continue."),
+)
+
+
+def timing_options(command: F) -> F:
+    for flag, dest, kind, text in reversed(_TIMING):
+        command = click.option(flag, dest, type=kind, help=text)(command)
+    return click.option("--not-on", "not_on", multiple=True,
+                        help="A date or weekday to skip (repeatable).")(command)
+
+
+def schedule_options(command: F) -> F:
+    command = timing_options(command)
+    for flag, dest, kind, text in reversed(_OTHER):
+        command = click.option(flag, dest, type=kind, help=text)(command)
+    command = click.option("--workflow", "workflow", help="The workflow's id or name.")(command)
+    return click.option("--payload", "trigger_payload",
+                        help="JSON handed to every run, or @FILE to read it from a file.")(command)
+
+
+def body_from(options: dict[str, Any]) -> dict[str, Any]:
+    """The API body from the options given (options left out are left out of the body)."""
+    body = {k: v for k, v in options.items() if v is not None and k not in ("not_on", "workflow", "trigger_payload")}
+    if options.get("not_on"):
+        body["not_on"] = list(options["not_on"])
+    if options.get("trigger_payload") is not None:
+        body["trigger_payload"] = parse_json_option(options["trigger_payload"], "--payload")
+    if options.get("workflow") is not None:
+        body["workflow_id"] = workflow_id(options["workflow"])
+    return body
+
+
+def workflow_id(given: str) -> int:
+    """A workflow named by id, or by name among the caller's own."""
+    if given.isdigit():
+        return int(given)
+    client = current().client
+    me = client.get("/me/")
+    found = [w for w in client.every("/workflows/", owner_id=me["id"]) if w["name"] == given]
+    if len(found) != 1:
+        raise click.BadParameter(f"{len(found)} workflows are named {given!r}; give its id",
+                                 param_hint="--workflow")
+    return int(found[0]["id"])
+
+
+LIST_COLUMNS: list[output.Column] = [
+    ("ID", lambda s: s["id"]),
+    ("KEY", lambda s: s.get("key")),
+    ("NAME", lambda s: s["name"]),
+    ("STATUS", lambda s: s["status"]),
+    ("TIMING", output.timing_of),
+    ("ZONE", lambda s: s.get("timezone")),
+    ("NEXT RUN (UTC)", lambda s: s.get("next_run_at")),
+    ("RUNS", lambda s: s.get("run_count")),
+    ("ERRORS", lambda s: s.get("error_count")),
+]
+RUN_COLUMNS: list[output.Column] = [
+    ("REPEAT", lambda r: r["repeat_number"]),
+    ("RETRY", lambda r: r["retry_number"]),
+    ("STATUS", lambda r: r["status"]),
+    ("TRIGGER", lambda r: r.get("trigger", "schedule")),
+    ("SCHEDULED FOR", lambda r: r["scheduled_for"]),
+    ("STARTED", lambda r: r["started_at"]),
+    ("FINISHED", lambda r: r.get("finished_at")),
+    ("WORKER", lambda r: r.get("worker")),
+    ("ERROR", lambda r: _short(r.get("error"))),
+]
+
+
+def _short(text: str | None, width: int = 60) -> str | None:
+    if text is None:
+        return None
+    line = text.strip().splitlines()[-1] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def show_schedule(schedule: dict[str, Any]) -> None:
+    if current().json:
+        output.emit_json(schedule)
+        return
+    output.fields({k: v for k, v in schedule.items() if k != "next_runs"})
+    if schedule.get("next_runs"):
+        click.echo("next runs:")
+        for instant in schedule["next_runs"]:
+            click.echo(f"  {instant}")
+
+
+@click.group("schedules")
+def schedules() -> None:
+    """Schedules: when a workflow's task runs."""
+
+
+@schedules.command("list")
+@click.option("--status", help="Only schedules in this status.")
+@click.option("--workflow", "workflow", help="Only schedules of this workflow (id or name).")
+@click.option("--key", help="Only the schedule with this key.")
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--offset", type=int, default=0)
+@json_option
+def list_schedules(status: str | None, workflow: str | None, key: str | None, limit: int, offset: int) -> None:
+    """List schedules, newest first."""
+    query = {"status": status, "key": key, "limit": limit, "offset": offset,
+             "workflow_id": workflow_id(workflow) if workflow else None}
+    page = current().client.get("/schedules/", **query)
+    if current().json:
+        output.emit_json(page)
+        return
+    output.table(page["items"], LIST_COLUMNS, empty="no schedules")
+    if page["total"] > offset + len(page["items"]):
+        click.echo(f"({len(page['items'])} of {page['total']}; --offset {offset + len(page['items'])} for more)")
+
+
+@schedules.command("show")
+@click.argument("schedule_id")
+@json_option
+def show(schedule_id: str) -> None:
+    """One schedule: its fields, its timing in words and its next runs."""
+    show_schedule(current().client.get(f"/schedules/{schedule_id}/"))
+
+
+@schedules.command("create")
+@schedule_options
+@json_option
+def create(**options: Any) -> None:
+    """Create a schedule (--name, --workflow and one kind of timing are needed)."""
+    body = body_from(options)
+    missing = [flag for flag, field in (("--name", "name"), ("--workflow", "workflow_id")) if field not in body]
+    if missing:
+        raise click.UsageError(f"missing {' and '.join(missing)}")
+    show_schedule(current().client.post("/schedules/", body))
+
+
+@schedules.command("edit")
+@click.argument("schedule_id")
+@schedule_options
+@json_option
+def edit(schedule_id: str, **options: Any) -> None:
+    """Change the fields given (a timing change re-plans the schedule)."""
+    body = body_from(options)
+    if not body:
+        raise click.UsageError("nothing to change: give at least one field")
+    show_schedule(current().client.patch(f"/schedules/{schedule_id}/", body))
+
+
+@schedules.command("pause")
+@click.argument("schedule_id")
+@click.option("--note", help="Why it is paused (shown until it is resumed).")
+@json_option
+def pause(schedule_id: str, note: str | None) -> None:
+    """Pause a schedule: no run starts until it is resumed."""
+    schedule = current().client.post(f"/schedules/{schedule_id}/pause/", {"note": note} if note else None)
+    _done(schedule, f"paused {schedule['id']}")
+
+
+@schedules.command("resume")
+@click.argument("schedule_id")
+@json_option
+def resume(schedule_id: str) -> None:
+    """Resume a paused schedule from its next tick after now."""
+    schedule = current().client.post(f"/schedules/{schedule_id}/resume/")
+    _done(schedule, f"resumed {schedule['id']}; next run {schedule.get('next_run_at')}")
+
+
+@schedules.command("trigger")
+@click.argument("schedule_id")
+@json_option
+def trigger(schedule_id: str) -> None:
+    """Run the schedule's task once now, outside its timing."""
+    answer = current().client.post(f"/schedules/{schedule_id}/trigger/")
+    _done(answer, f"triggered {schedule_id}")
+
+
+@schedules.command("backfill")
+@click.argument("schedule_id")
+@click.option("--start", required=True, help="First nominal time (ISO 8601).")
+@click.option("--end", required=True, help="Last nominal time (ISO 8601).")
+@click.option("--dry-run", is_flag=True, help="List the runs it would make; make none.")
+@json_option
+def backfill(schedule_id: str, start: str, end: str, dry_run: bool) -> None:
+    """Run the ticks between --start and --end that never ran."""
+    answer = current().client.post(f"/schedules/{schedule_id}/backfill/",
+                                   {"start": start, "end": end, "dry_run": dry_run})
+    if current().json:
+        output.emit_json(answer)
+    else:
+        output.fields(answer) if isinstance(answer, dict) else click.echo(output.text(answer))
+
+
+@schedules.command("delete")
+@click.argument("schedule_ids", nargs=-1, required=True)
+@json_option
+def delete(schedule_ids: tuple[str, ...]) -> None:
+    """Delete schedules with their run history and pending runs."""
+    client = current().client
+    if len(schedule_ids) == 1:
+        client.delete(f"/schedules/{schedule_ids[0]}/")
+        answer: dict[str, Any] = {"deleted": list(schedule_ids), "not_found": []}
+    else:
+        answer = client.post("/schedules/batch-delete/", {"schedule_ids": list(schedule_ids)})
+    if current().json:
+        output.emit_json(answer)
+        return
+    for schedule_id in answer["deleted"]:
+        click.echo(f"deleted {schedule_id}")
+    for schedule_id in answer["not_found"]:
+        click.echo(f"not found: {schedule_id}", err=True)
+    if answer["not_found"]:
+        raise click.exceptions.Exit(1)
+
+
+@schedules.command("runs")
+@click.argument("schedule_id")
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--offset", type=int, default=0)
+@json_option
+def runs(schedule_id: str, limit: int, offset: int) -> None:
+    """A schedule's run history, newest first."""
+    page = current().client.get(f"/schedules/{schedule_id}/runs/", limit=limit, offset=offset)
+    if current().json:
+        output.emit_json(page)
+        return
+    output.table(page["items"], RUN_COLUMNS, empty="no runs yet")
+
+
+@schedules.command("preview")
+@timing_options
+@click.option("--count", type=int, default=5, show_default=True)
+@json_option
+def preview(count: int, **options: Any) -> None:
+    """What a timing means: its description and next runs, as if created now."""
+    body = body_from(options)
+    answer = current().client.post("/schedules/preview/", {**body, "count": count})
+    if current().json:
+        output.emit_json(answer)
+        return
+    click.echo(answer["description"])
+    for instant in answer["next_runs"]:
+        click.echo(f"  {instant['local']}  ({instant['utc']})")
+
+
+def _done(answer: Any, message: str) -> None:
+    if current().json:
+        output.emit_json(answer)
+    else:
+        click.echo(message)

@@ -1,0 +1,36 @@
+"""Run the `recur` command line as a user would (a separate process, against a real server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from tests.servers import ROOT
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def recur(url: str, token: str | None, *args: str, stdin: str | None = None, ok: bool = True) -> Result:
+    """`recur ARGS` with RECUR_URL and RECUR_TOKEN set; with `ok`, fail unless it exits 0."""
+    env = {**os.environ, "RECUR_URL": url}
+    env.pop("RECUR_TOKEN", None)
+    if token is not None:
+        env["RECUR_TOKEN"] = token
+    done = subprocess.run([sys.executable, "-m", "recur_cli", *args], cwd=ROOT, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+    result = Result(done.returncode, done.stdout, done.stderr)
+    if ok:
+        assert result.code == 0, (args, result)
+    return result

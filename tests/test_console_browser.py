@@ -1,0 +1,123 @@
+"""The console in a real browser (headless Chromium from Debian's package, driven by Playwright) against
+gunicorn and a worker: sign in, make a workflow, create a cron schedule with the live preview showing,
+watch it run, pause it with a note, resume it, read its history and chart. Screenshots of each page go to
+docs/screenshots/ for review."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import ROOT, RedisServer
+from tests.test_integration import Stack
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SHOTS = ROOT / "docs" / "screenshots"
+
+
+@pytest.fixture
+def stack(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iterator[Stack]:
+    from redis import Redis
+
+    Redis.from_url(redis_server.url).flushall()
+    stack = Stack(tmp_path, redis_server, database_url)
+    stack.start_worker()
+    yield stack
+    stack.stop()
+
+
+@pytest.fixture
+def page() -> Iterator[object]:
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (scripts/bootstrap installs Debian's chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, timezone_id="America/New_York")
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+            browser.close()
+
+
+def _shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
+    from playwright.sync_api import expect
+
+    base = stack.api.base
+    page.goto(base + "/")
+    expect(page).to_have_url(base + "/signin?next=/schedules?")
+    _shot(page, "1-signin")
+    page.fill("#token", stack.api.token)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(base + "/schedules")
+    cookie = next(c for c in page.context.cookies() if c["name"] == "recur_console")
+    assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Lax"
+
+    page.goto(base + "/workflows")
+    page.fill("#w-name", "reports")
+    page.select_option("#w-task", "builtin.noop")
+    page.click("#create-workflow")
+    expect(page.locator("table.list")).to_contain_text("builtin.noop")
+    _shot(page, "2-workflows")
+
+    page.goto(base + "/schedules/new")
+    page.fill("#f-name", "every minute")
+    page.select_option("#f-workflow_id", label="reports (builtin.noop)")
+    page.fill("#f-cron", "61 * * * *")
+    expect(page.locator("#preview")).to_contain_text("cron")  # the API's refusal, shown as it is typed
+    page.fill("#f-cron", "* * * * *")
+    page.fill("#f-timezone", "Europe/Berlin")
+    expect(page.locator("#preview")).to_contain_text("Every minute")
+    expect(page.locator("#preview li")).to_have_count(5)
+    _shot(page, "3-new-schedule-with-preview")
+    page.click("#save")
+    expect(page.locator("#status")).to_have_text("active")
+    schedule_url = page.url
+
+    deadline = time.monotonic() + 90  # a cron runs on the minute: the first run is at most a minute away
+    while "succeeded" not in page.locator("#history").inner_text():
+        assert time.monotonic() < deadline, "the schedule did not run within 90 s"
+        time.sleep(2)
+        page.reload()
+    expect(page.locator("svg.chart rect")).not_to_have_count(0)
+    _shot(page, "4-schedule-after-its-first-run")
+
+    page.fill("#pause-note", "maintenance window")
+    page.click("#pause")
+    expect(page.locator("#status")).to_have_text("paused")
+    expect(page.locator("#pause-note-shown")).to_contain_text("maintenance window")
+    _shot(page, "5-paused-with-a-note")
+    page.click("#resume")
+    expect(page.locator("#status")).to_have_text("active")
+    expect(page.locator(".flash")).to_contain_text("Resumed.")
+    history = page.locator("#history tbody tr")
+    expect(history.first).to_contain_text("succeeded")
+    expect(history.first).to_contain_text("schedule")
+
+    page.goto(base + "/schedules")
+    expect(page.locator("table.list")).to_contain_text("every minute")
+    expect(page.locator(".strip .cell.succeeded")).not_to_have_count(0)
+    _shot(page, "6-schedules")
+    page.goto(base + "/health")
+    expect(page.locator("#redis-state")).to_have_text("ok")
+    expect(page.locator("#workers tbody tr")).to_have_count(1)
+    _shot(page, "7-health")
+
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    for path, name in (("/schedules", "8-phone-schedules"), (schedule_url.removeprefix(base), "9-phone-schedule")):
+        page.goto(base + path)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), path
+        _shot(page, name)

@@ -1,0 +1,139 @@
+"""GET /metrics with real processes: two gunicorn web workers and two Recur workers share a multiprocess
+directory, and the counters every process keeps add up to what the run table says."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.servers import RedisServer, wait_for
+from tests.test_integration import Stack
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "metrics-secret-for-the-test"
+
+
+@pytest.fixture
+def stack(tmp_path: Path, redis_server: RedisServer, database_url: str,
+          monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    from redis import Redis
+
+    (tmp_path / "metrics").mkdir()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "metrics"))  # every process started below
+    monkeypatch.setenv("RECUR_METRICS_TOKEN", TOKEN)
+    monkeypatch.setenv("RECUR_LOG_FORMAT", "json")
+    Redis.from_url(redis_server.url).flushall()
+    stack = Stack(tmp_path, redis_server, database_url)
+    yield stack
+    stack.stop()
+
+
+def _scrape(base: str, token: str | None = TOKEN) -> tuple[int, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(base + "/metrics", headers=headers), timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_counters_match_the_run_table_across_processes(stack):
+    api = stack.api
+    for _ in range(2):
+        stack.start_worker()
+    made = {}
+    for task, fields in (
+        ("builtin.noop", {"total_repeats": 8}),
+        ("builtin.fail", {"total_repeats": 2, "max_retries": 1}),  # dies after its first tick's two attempts
+        ("builtin.flaky", {"total_repeats": 2, "max_retries": 1, "trigger_payload": {"failures": 1}}),
+        ("builtin.sleep", {"total_repeats": 1, "max_retries": 0, "timeout_seconds": 1,
+                           "trigger_payload": {"seconds": 5}}),
+    ):
+        workflow = api.ok("POST", "/api/v1/workflows/", {"name": task, "task": task})
+        made[task] = api.ok("POST", "/api/v1/schedules/", {
+            "name": task, "workflow_id": workflow["id"], "interval_seconds": 1, **fields})["id"]
+
+    def settled() -> bool:
+        return all(api.ok("GET", f"/api/v1/schedules/{i}/")["status"] in ("done", "dead") for i in made.values())
+
+    wait_for(settled, 60, interval=0.2, what="every schedule to finish")
+    runs = [r for i in made.values() for r in api.runs(i)]
+    by_status = Counter(r["status"] for r in runs)
+    assert set(by_status) == {"succeeded", "failed", "timed_out"}, by_status
+    assert len({r["worker"] for r in runs}) == 2  # both workers ran some
+
+    assert _scrape(api.base, None)[0] == 401
+    assert _scrape(api.base, "wrong")[0] == 401
+    # Each scrape is answered by either gunicorn worker; every answer adds up every process's files.
+    for _ in range(4):
+        status, text = _scrape(api.base)
+        assert status == 200
+        samples = _samples(text)
+        counted = {dict(labels)["status"]: value for (name, labels), value in samples.items()
+                   if name == "recur_runs_total"}
+        assert counted == by_status
+        assert samples[("recur_runs_total", (("status", "succeeded"), ("trigger", "schedule")))] == by_status[
+            "succeeded"]
+        durations = {dict(labels)["status"]: value for (name, labels), value in samples.items()
+                     if name == "recur_run_duration_seconds_count"}
+        assert durations == by_status
+        assert samples[("recur_run_lateness_seconds_count", ())] == len(runs)
+        assert samples[("recur_schedules", (("status", "done"),))] == 2  # noop, flaky
+        assert samples[("recur_schedules", (("status", "dead"),))] == 2  # fail, sleep (timed out)
+        assert samples[("recur_schedules", (("status", "active"),))] == 0
+        assert samples[("recur_workers", ())] == 2
+        assert ("recur_queue_depth", (("queue", "recur"),)) in samples
+        assert samples[("recur_reconcile_pass_seconds_count", ())] >= 1
+        assert not any("schedule_id" in dict(labels) or "id" in dict(labels) for _, labels in samples)
+
+
+def _json_lines(path: Path) -> list[dict]:  # type: ignore[type-arg]
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    assert lines
+    return [json.loads(line) for line in lines]  # every line: one JSON object
+
+
+def test_json_logs_name_the_link(stack, tmp_path):
+    """RECUR_LOG_FORMAT=json (set for the stack): the workers log JSON lines, and each run's lines carry its
+    schedule id, run id, repeat, retry and worker."""
+    api = stack.api
+    stack.start_worker()
+    workflow = api.ok("POST", "/api/v1/workflows/", {"name": "fail", "task": "builtin.flaky"})
+    schedule = api.ok("POST", "/api/v1/schedules/", {"name": "f", "workflow_id": workflow["id"], "interval_seconds": 1,
+                                                     "total_repeats": 1, "trigger_payload": {"failures": 1}})
+    wait_for(lambda: api.ok("GET", f"/api/v1/schedules/{schedule['id']}/")["status"] == "done", 30,
+             what="the schedule to finish")
+    stack.stop()
+    entries = _json_lines(tmp_path / "worker0.log")
+    about = [e for e in entries if e.get("schedule_id") == schedule["id"]]
+    assert {(e["repeat"], e["retry"]) for e in about if e["message"].startswith("run ")} == {(0, 0), (0, 1)}
+    assert all(e["worker"] and e["run_id"] for e in about if e["message"].startswith("run "))
+    assert {e["level"] for e in entries} <= {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
+
+
+def test_a_missing_multiprocess_directory_is_made_not_a_crash(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.servers import ROOT
+
+    where = tmp_path / "not" / "there"
+    count = "import app.metrics as m; m.RUNS.labels('succeeded', 'schedule').inc()"
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(where)}
+    done = subprocess.run([sys.executable, "-c", count], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert any(p.name.startswith("counter_") for p in where.iterdir())
