@@ -156,35 +156,37 @@ _CANCEL_OTHERS = driver.Statement(
 
 def cancel_others(tx: driver.Transaction, schedule_id: str, by_tick: datetime, now: datetime) -> list[str]:
     """overlap=cancel_other: every run of the schedule still going is recorded cancelled (its outcome,
-    when it comes, changes nothing: finishing is a compare-and-set on `running`). Returns their RQ job
-    IDs, to be stopped once this commits. Call it before inserting the caller's own run."""
+    when it comes, changes nothing: finishing is a compare-and-set on `running`). Returns what stop_jobs
+    needs to stop them once this commits. Call it before inserting the caller's own run."""
     rows = tx.execute(_CANCEL_OTHERS, {
         "p_schedule_id": schedule_id, "p_now": now,
         "p_error": f"cancelled: the tick of {by_tick.isoformat()} started (overlap cancel_other)",
     })
-    return [job_id_of_run(schedule_id, run_id, repeat, retry) for run_id, repeat, retry in rows]
+    return [f"{schedule_id} {run_id} {'' if repeat is None else repeat} {retry}" for run_id, repeat, retry in rows]
 
 
-def job_id_of_run(schedule_id: str, run_id: str, repeat: int | None, retry: int) -> str:
+def stop_jobs(cancelled: list[str]) -> None:
+    """Ask the workers running these runs' jobs to stop them (a forking or pool worker kills the process
+    running the task; an in-process worker cannot, and its run's late outcome is ignored)."""
+    from rq.command import send_stop_job_command
+
     from app.chain.ids import link_id
+    from app.chain.outside import OUTSIDE_KEY
+    from app.extensions import get_redis
 
-    return link_id(schedule_id, repeat, retry) if repeat is not None else outside_job_id(run_id)
+    redis = get_redis()
+    for entry in cancelled:  # the run is recorded cancelled whatever becomes of its process
+        schedule_id, run_id, repeat, retry = entry.split(" ")
+        listed: Any = redis.hget(OUTSIDE_KEY, run_id)
+        job_id = listed.decode().split(" ")[1] if listed else (link_id(schedule_id, int(repeat), int(retry))
+                                                                if repeat else None)
+        if job_id is not None:
+            with contextlib.suppress(Exception):
+                send_stop_job_command(redis, job_id)
 
 
 def outside_job_id(run_id: str) -> str:
     return f"recur-run-{run_id}"
-
-
-def stop_jobs(job_ids: list[str]) -> None:
-    """Ask the workers running these jobs to stop them (a forking or pool worker kills the process running
-    the task; an in-process worker cannot, and its run's late outcome is ignored)."""
-    from rq.command import send_stop_job_command
-
-    from app.extensions import get_redis
-
-    for job_id in job_ids:  # the run is recorded cancelled whatever becomes of its process
-        with contextlib.suppress(Exception):
-            send_stop_job_command(get_redis(), job_id)
 
 
 def later(now: datetime, seconds: float = DEFER_SECONDS) -> datetime:

@@ -18,8 +18,9 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
 from app import clock, logs
-from app.chain import collisions, state
+from app.chain import collisions, outside, state
 from app.chain.handoff import hand_off
+from app.chain.ids import link_id
 from app.chain.leases import Lease
 from app.chain.links import LinkPlan, put_link
 from app.chain.timeouts import TaskTimer
@@ -96,6 +97,8 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
     if not isinstance(claim, state.Claim):
         logs.clear()
         return _not_run(claim, schedule_id, revision, repeat, retry, scheduled_for, now)
+    if claim.detached:  # listed like an outside run: cancel_other can stop it, the reconciler reap it
+        outside.list_running(schedule_id, claim.run_id, link_id(schedule_id, repeat, retry), now)
     if claim.successor is not None:
         hand_off(claim.successor)
     if claim.to_stop:
@@ -171,6 +174,8 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None) -> str:
             prepared.lease.release(pipe)
             if schedule is not None:
                 hand_off(schedule, pipeline=pipe)
+            if prepared.claim.detached:
+                pipe.hdel(outside.OUTSIDE_KEY, prepared.claim.run_id)
             pipe.execute()
     log.info("run %s %s", prepared.claim.run_id, status.value)
     logs.clear()

@@ -71,7 +71,7 @@ _SCHEDULES = ScheduledJob.__table__
 _RUNS = Run.__table__
 
 
-def _end_session_transaction() -> None:
+def end_session_transaction() -> None:
     """Transitions run in a transaction of their own: a read the caller left open on the ORM session
     would, on SQLite, hold the write lock that transaction waits for."""
     if db.session.registry.has() and db.session().in_transaction():
@@ -134,7 +134,7 @@ def claim_tick(
     the chain moved on) or told to Wait (nothing written).
     """
     run_id = run_id or str(uuid.uuid4())
-    _end_session_transaction()
+    end_session_transaction()
     values = {
         "p_id": schedule_id, "p_revision": revision, "p_repeat": repeat, "p_retry": retry,
         "p_run_id": run_id, "p_now": now, "p_worker": worker,
@@ -301,7 +301,7 @@ def warm_up() -> None:
     statements instead of rendering them again. Each statement runs with parameters that match no row;
     the INSERT is refused by its foreign key, and the transaction is rolled back either way.
     """
-    _end_session_transaction()
+    end_session_transaction()
     nobody = str(uuid.uuid4())  # no such schedule or run (and the width of the ID columns)
     values: dict[str, Any] = {f"p_{name}": None for name in _CHAIN_COLUMNS}
     values.update({
@@ -338,7 +338,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
     its horse die, or the reconciler that found it lost) applies the outcome; the others get None.
     Returns the schedule as committed, detached from the session (a snapshot to hand off from).
     """
-    _end_session_transaction()
+    end_session_transaction()
     with driver.transaction(db.engine) as tx:  # commits at the end of the block, rolls back on an exception
         finished = tx.first(_FINISH_RUN, {
             "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
