@@ -150,7 +150,7 @@ _CANCEL_OTHERS = driver.Statement(
     .where((_RUNS.c.schedule_id == bindparam("p_schedule_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
     .values(status=RunStatus.CANCELLED.value, finished_at=bindparam("p_now", type_=UTCDateTime()),
             error=bindparam("p_error"))
-    .returning(_RUNS.c.id, _RUNS.c.repeat_number, _RUNS.c.retry_number)
+    .returning(_RUNS.c.id, _RUNS.c.repeat_number, _RUNS.c.retry_number, _RUNS.c.worker)
 )
 
 
@@ -162,13 +162,14 @@ def cancel_others(tx: driver.Transaction, schedule_id: str, by_tick: datetime, n
         "p_schedule_id": schedule_id, "p_now": now,
         "p_error": f"cancelled: the tick of {by_tick.isoformat()} started (overlap cancel_other)",
     })
-    return [f"{schedule_id} {run_id} {'' if repeat is None else repeat} {retry}" for run_id, repeat, retry in rows]
+    return [f"{schedule_id} {run_id} {'-' if repeat is None else repeat} {retry} {worker or '-'}"
+            for run_id, repeat, retry, worker in rows]
 
 
 def stop_jobs(cancelled: list[str]) -> None:
     """Ask the workers running these runs' jobs to stop them (a forking or pool worker kills the process
     running the task; an in-process worker cannot, and its run's late outcome is ignored)."""
-    from rq.command import send_stop_job_command
+    from rq.command import send_command
 
     from app.chain.ids import link_id
     from app.chain.outside import OUTSIDE_KEY
@@ -176,13 +177,13 @@ def stop_jobs(cancelled: list[str]) -> None:
 
     redis = get_redis()
     for entry in cancelled:  # the run is recorded cancelled whatever becomes of its process
-        schedule_id, run_id, repeat, retry = entry.split(" ")
+        schedule_id, run_id, repeat, retry, worker = entry.split(" ", 4)
         listed: Any = redis.hget(OUTSIDE_KEY, run_id)
-        job_id = listed.decode().split(" ")[1] if listed else (link_id(schedule_id, int(repeat), int(retry))
-                                                                if repeat else None)
-        if job_id is not None:
+        job_id = listed.decode().split(" ")[1] if listed else (
+            link_id(schedule_id, int(repeat), int(retry)) if repeat != "-" else None)
+        if job_id is not None and worker != "-":  # the run's row names the worker that claimed it
             with contextlib.suppress(Exception):
-                send_stop_job_command(redis, job_id)
+                send_command(redis, worker, "stop-job", job_id=job_id)
 
 
 def outside_job_id(run_id: str) -> str:

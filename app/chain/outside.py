@@ -75,7 +75,7 @@ def enqueue(schedule_id: str, run_id: str, scheduled_for: datetime, trigger: str
         "description": f"recur {trigger} run {run_id} of {schedule_id} for {scheduled_for.isoformat()}",
     }
     if at is None:
-        queue.enqueue_call(OUTSIDE_FUNC, kwargs=kwargs, **options)
+        queue.enqueue(OUTSIDE_FUNC, kwargs=kwargs, **options)
     else:
         queue.enqueue_at(at, OUTSIDE_FUNC, kwargs=kwargs, **options)
     return str(options["job_id"])

@@ -30,7 +30,7 @@ from app.models import (
     UTCDateTime,
     Workflow,
 )
-from app.policies import CatchUp, Gap, OverlapPolicy
+from app.policies import CatchUp, CatchUpPolicy, Gap, OverlapPolicy
 
 
 @dataclass(frozen=True)
@@ -477,17 +477,20 @@ def _advance(schedule: ScheduledJob, after_nominal: datetime, now: datetime, gap
     if schedule.run_through is not None and following <= schedule.run_through:
         schedule.next_run_at = following
         return
+    # Ticks that came due while catch_up=all worked through a backlog are part of the catch-up.
+    catching_up = schedule.backlog == RunTrigger.CATCH_UP.value and schedule.catch_up == CatchUpPolicy.ALL
     schedule.run_through = schedule.backlog = None
     if following > now:  # the common case: nothing came due meanwhile
         schedule.next_run_at = following
         return
-    passed = policies.due_ticks(spec.next_after, following, now, keep=schedule.catch_up_limit or 1)
-    decision = policies.decide_after_run(passed, schedule.overlap, schedule.catch_up_limit or 1)
-    gaps.extend(decision.skipped)
+    limit = schedule.catch_up_limit or 1
+    passed = policies.due_ticks(spec.next_after, following, now, keep=limit)
+    decision = policies.decide_after_run(passed, OverlapPolicy.BUFFER_ALL if catching_up else schedule.overlap, limit)
+    gaps.extend(("catch_up_limit", gap) if catching_up else (reason, gap) for reason, gap in decision.skipped)
     if decision.next_tick is not None:
         schedule.next_run_at = decision.next_tick
         schedule.run_through = decision.run_through
-        schedule.backlog = "buffer"
+        schedule.backlog = RunTrigger.CATCH_UP.value if catching_up else "buffer"
         return
     upcoming = spec.next_after(now)
     if upcoming is None:
