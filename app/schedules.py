@@ -240,7 +240,7 @@ def preview(data: dict[str, Any], now: datetime, count: int) -> tuple[timing.Spe
     return spec, [first, *timing.preview(spec, first, count - 1)]
 
 
-def next_runs(schedule: ScheduledJob, now: datetime, count: int = 5) -> list[datetime]:
+def next_runs(schedule: ScheduledJob, now: datetime, count: int = 10) -> list[datetime]:
     """The nominal times of the next runs: the planned one first, then the spec's, within total_repeats."""
     if schedule.status not in (ScheduleStatus.ACTIVE.value, ScheduleStatus.PAUSED.value):
         return []
