@@ -26,7 +26,7 @@ MAX_RETRIES = 1000
 MAX_AFTER_SECONDS = timing.MAX_INTERVAL_SECONDS  # ten years, like the longest interval
 MAX_OFFSET = INT_MAX
 MAX_CONCURRENT_RUNS = 10_000
-MAX_BACKFILL_TIMES = 1000
+
 
 
 def _int(minimum: int, maximum: int, **kwargs: Any) -> fields.Integer:
@@ -303,11 +303,15 @@ class ScheduleStatsOut(Schema):
 
 
 class ScheduleDetailOut(ScheduleOut):
-    """One schedule: its fields, what its timing says in words, its next nominal times, and what its run
-    history adds up to."""
+    """One schedule: its fields, what its timing says in words, and its next nominal times."""
 
     timing_description = _out(fields.String())
     next_runs = _out(fields.List(fields.String()))
+
+
+class ScheduleDescribeOut(ScheduleDetailOut):
+    """A schedule's GET: its detail and what its run history adds up to."""
+
     stats = _out(fields.Nested(ScheduleStatsOut))
     recent_runs = _out(fields.List(fields.Nested(RunBriefOut)))
 

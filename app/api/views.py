@@ -28,6 +28,7 @@ from app.api.schemas import (
     PreviewOut,
     RunBriefOut,
     RunPage,
+    ScheduleDescribeOut,
     ScheduleDetailOut,
     ScheduleIn,
     ScheduleListIn,
@@ -284,7 +285,8 @@ def preview_schedule() -> Response:
 
 
 @api.get("/schedules/<schedule_id>/")
-@documented(summary="Get a schedule", answer=ScheduleDetailOut, errors=[404])
+@documented(summary="Get a schedule, with what its run history adds up to", answer=ScheduleDescribeOut,
+            errors=[404])
 def get_schedule(schedule_id: str) -> Response:
     return jsonify(_schedule_body(_schedule_or_404(schedule_id)))
 
