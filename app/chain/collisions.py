@@ -5,6 +5,7 @@ and the per-workflow concurrency limit. Each writes inside a transaction its cal
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -12,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
 
+from app import metrics
 from app.chain import driver
 from app.extensions import db
 from app.models import Run, RunStatus, RunTrigger, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
@@ -48,9 +50,11 @@ def record_gaps(tx: driver.Transaction, schedule_id: str, gaps: list[tuple[str, 
                 trigger: str = RunTrigger.SCHEDULE.value) -> None:
     """One run row per gap: status missed or skipped, the reason, how many ticks, the first's time."""
     for reason, gap in gaps:
+        status = _STATUS_OF_REASON[reason].value
+        tx.after_commit.append(functools.partial(metrics.ticks_not_run, status, reason, gap.count))
         tx.execute(_RECORD_GAP, {
             "p_id": str(uuid.uuid4()), "p_schedule_id": schedule_id, "p_first": gap.first, "p_now": now,
-            "p_status": _STATUS_OF_REASON[reason].value, "p_error": gap_text(reason, gap), "p_trigger": trigger,
+            "p_status": status, "p_error": gap_text(reason, gap), "p_trigger": trigger,
             "p_reason": reason, "p_ticks": gap.count,
         })
 

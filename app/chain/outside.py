@@ -22,7 +22,7 @@ from rq import get_current_job
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app import clock, logs
+from app import clock, logs, metrics
 from app.chain import collisions, driver, state
 from app.chain.leases import Lease
 from app.extensions import db, get_queue, get_redis
@@ -202,6 +202,7 @@ def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overl
 
 def _record_skipped(tx: driver.Transaction, values: dict[str, Any], reason: str, why: str) -> str:
     gap = Gap(values["p_scheduled_for"], values["p_scheduled_for"], 1)
+    tx.after_commit.append(lambda: metrics.ticks_not_run(RunStatus.SKIPPED.value, reason, 1))
     tx.execute(_INSERT_RUN, {**values, "p_status": RunStatus.SKIPPED.value, "p_finished_at": values["p_now"],
                              "p_error": f"{collisions.gap_text(reason, gap)}: {why}", "p_reason": reason,
                              "p_ticks": 1})
