@@ -35,6 +35,10 @@ _OTHER = (
     ("--retries", "max_retries", int, "Retries of a failed run before it counts as failed."),
     ("--timeout", "timeout_seconds", int, "Seconds a run may take."),
     ("--on-exhausted", "on_exhausted", str, "When retries run out: dead, pause or continue."),
+    ("--catch-up", "catch_up", str, "Ticks missed while nothing ran: skip, latest or all."),
+    ("--catch-up-window", "catch_up_window_seconds", int, "Never run a tick older than this many seconds."),
+    ("--catch-up-limit", "catch_up_limit", int, "catch_up all: at most this many missed ticks run."),
+    ("--overlap", "overlap", str, "A tick due during a run: skip, buffer_one, buffer_all, cancel_other, allow_all."),
 )
 
 
