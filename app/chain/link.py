@@ -19,12 +19,12 @@ from rq.timeouts import JobTimeoutException
 
 from app import clock, logs
 from app.chain import collisions, outside, state
-from app.chain.handoff import hand_off
+from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import Lease
-from app.chain.links import LinkPlan, put_link
+from app.chain.links import LinkPlan
 from app.chain.timeouts import TaskTimer
-from app.extensions import db, get_queue, get_redis
+from app.extensions import db, get_redis
 from app.models import RunStatus
 from app.tasks import TaskEvent, execution_log, get_task, idempotency_key
 
@@ -140,9 +140,8 @@ def _not_run(outcome: state.Passed | state.Wait, schedule_id: str, revision: int
     deferred = collisions.defer_tick(schedule_id, revision, repeat, retry, now, outcome.why)
     if deferred is None:
         return "stale"
-    plan = LinkPlan(schedule_id, revision, deferred.repeat, retry, scheduled_for, collisions.later(now),
-                    deferred.timeout_seconds)
-    put_link(get_queue(), plan, current_app.config["RECUR_LINK_RESULT_TTL"])
+    hand_off_plans([LinkPlan(schedule_id, revision, deferred.repeat, retry, scheduled_for, collisions.later(now),
+                             deferred.timeout_seconds)])
     return "deferred"
 
 
