@@ -149,9 +149,16 @@ def another_is_running(tx: driver.Transaction, schedule_id: str) -> bool:
     return tx.first(_OTHERS_RUNNING, {"p_schedule_id": schedule_id}) is not None
 
 
+# SKIP LOCKED (PostgreSQL; SQLite has one writer anyway): a run whose finish holds its row is ending by
+# itself, and waiting for it would deadlock (its finish waits for the schedule's row, which the claim holds).
+_RUNNING_UNLOCKED = (
+    select(_RUNS.c.id)
+    .where((_RUNS.c.schedule_id == bindparam("p_schedule_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
+    .with_for_update(skip_locked=True)
+)
 _CANCEL_OTHERS = driver.Statement(
     update(_RUNS)
-    .where((_RUNS.c.schedule_id == bindparam("p_schedule_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
+    .where(_RUNS.c.id.in_(_RUNNING_UNLOCKED) & (_RUNS.c.status == RunStatus.RUNNING.value))
     .values(status=RunStatus.CANCELLED.value, finished_at=bindparam("p_now", type_=UTCDateTime()),
             error=bindparam("p_error"))
     .returning(_RUNS.c.id, _RUNS.c.repeat_number, _RUNS.c.retry_number, _RUNS.c.worker)
