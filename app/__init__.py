@@ -35,7 +35,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     load_task_modules(app.config["RECUR_TASK_MODULES"])
 
     from app import cli, console, metrics
-    from app.api import contract, errors, owners, tasks, views  # noqa: F401  (owners, tasks add routes to it)
+    from app.api import contract, errors, owners, tasks, triggers, views  # noqa: F401  (they add routes to it)
     from app.auth import cli as auth_cli
     from app.auth import guard
 

@@ -44,6 +44,15 @@ RECONCILE_PASS = Histogram("recur_reconcile_pass_seconds", "Time one reconciler 
                            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 
 
+NOT_RUN = Counter("recur_ticks_not_run_total",
+                  "Ticks recorded as not run: missed by catch-up, skipped by overlap or a full workflow.",
+                  ["status", "reason"])
+
+
+def ticks_not_run(status: str, reason: str, ticks: int) -> None:
+    NOT_RUN.labels(status=status, reason=reason).inc(ticks)
+
+
 def run_claimed(scheduled_for: datetime, now: datetime) -> None:
     LATENESS.observe(max(0.0, (now - scheduled_for).total_seconds()))
 

@@ -7,7 +7,18 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -57,7 +68,26 @@ class RunStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     TIMED_OUT = "timed_out"
-    SKIPPED = "skipped"
+    SKIPPED = "skipped"  # not run: another run was going (overlap), the workflow was full, a breaker
+    MISSED = "missed"  # not run: ticks given up by catch-up (one row stands for a gap of them: `ticks`)
+    CANCELLED = "cancelled"  # stopped by overlap cancel_other, or a backfill's run cancelled before it ran
+
+
+class RunTrigger(StrEnum):
+    """Why a run happened."""
+
+    SCHEDULE = "schedule"  # the chain's own tick, on time (or buffered by overlap)
+    RETRY = "retry"  # a retry of a tick that failed
+    CATCH_UP = "catch_up"  # a tick missed while nothing ran it, run by the catch_up policy
+    MANUAL = "manual"  # POST /schedules/{id}/trigger/
+    BACKFILL = "backfill"  # POST /schedules/{id}/backfill/
+
+
+class ConcurrencyPolicy(StrEnum):
+    """What a run does when its workflow already has max_concurrent_runs running."""
+
+    WAIT = "wait"  # it waits for a slot, in order of nominal time
+    SKIP = "skip"  # it is recorded skipped
 
 
 def _uuid() -> str:
@@ -73,6 +103,10 @@ class Workflow(db.Model):  # type: ignore[name-defined,misc]
     owner_id: Mapped[int] = mapped_column(
         ForeignKey("owners.id", ondelete="CASCADE", name="fk_workflows_owner_id"), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # Runs of this workflow's schedules at once, across every worker (NULL: no limit).
+    max_concurrent_runs: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    concurrency_policy: Mapped[str] = mapped_column(String(16), default=ConcurrencyPolicy.WAIT.value,
+                                                    server_default=ConcurrencyPolicy.WAIT.value)
 
 
 class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
@@ -128,6 +162,16 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     pause_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
+    # When runs and time collide (app.policies): catch-up after an outage, a tick due during a run.
+    catch_up: Mapped[str] = mapped_column(String(16), default="latest", server_default="latest")
+    catch_up_window_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    catch_up_limit: Mapped[int] = mapped_column(Integer, default=100, server_default="100")
+    overlap: Mapped[str] = mapped_column(String(16), default="skip", server_default="skip")
+    # A backlog decided by catch_up=all or overlap=buffer_*: every tick up to run_through runs in order
+    # before planning goes back to "the next tick after now"; backlog says which (its runs' trigger).
+    run_through: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    backlog: Mapped[str | None] = mapped_column(String(16), nullable=True)
+
     # Fencing: bumped by every edit that re-plans; a link carries the revision it was planned under.
     revision: Mapped[int] = mapped_column(Integer, default=0)
     # The Run that has claimed the current tick and not yet finished; NULL when nothing runs.
@@ -156,11 +200,16 @@ class Run(db.Model):  # type: ignore[name-defined,misc]
         Index("ix_runs_schedule_started", "schedule_id", "started_at"),
         # One attempt per tick, enforced by the database too: the run history is the proof of exactly-once.
         UniqueConstraint("schedule_id", "repeat_number", "retry_number", name="uq_runs_tick"),
+        # What runs now, per schedule: a handful of rows, so its upkeep is small. Overlap, concurrency
+        # limits and the write-off of lost runs outside the chain read it.
+        Index("ix_runs_running", "schedule_id", postgresql_where=text("status = 'running'"),
+              sqlite_where=text("status = 'running'")),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)
     schedule_id: Mapped[str] = mapped_column(ForeignKey("scheduled_jobs.id", ondelete="CASCADE"))
-    repeat_number: Mapped[int] = mapped_column(Integer)
+    # NULL for runs outside the chain (manual, backfill) and for rows that record a gap (missed, skipped).
+    repeat_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
     retry_number: Mapped[int] = mapped_column(Integer)
     scheduled_for: Mapped[datetime] = mapped_column(UTCDateTime())
     started_at: Mapped[datetime] = mapped_column(UTCDateTime())
@@ -170,3 +219,43 @@ class Run(db.Model):  # type: ignore[name-defined,misc]
     status: Mapped[str] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     worker: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    trigger: Mapped[str] = mapped_column(String(16), default=RunTrigger.SCHEDULE.value,
+                                         server_default=RunTrigger.SCHEDULE.value)
+    # For missed and skipped rows: the policy's reason code, and how many ticks the row stands for
+    # (scheduled_for is the first of them; the error text names the last).
+    reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    ticks: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    backfill_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+
+
+class Backfill(db.Model):  # type: ignore[name-defined,misc]
+    """A run of a schedule's nominal times over a range, one after another, outside the chain."""
+
+    __tablename__ = "backfills"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)
+    schedule_id: Mapped[str] = mapped_column(ForeignKey("scheduled_jobs.id", ondelete="CASCADE"), index=True)
+    start_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    end_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    overlap: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    times: Mapped[Any] = mapped_column(JSON)  # the nominal times, ISO strings, in order
+    total: Mapped[int] = mapped_column(Integer)
+    started: Mapped[int] = mapped_column(Integer, default=0)  # how many of `times` have been started
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running, done, cancelled
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class TriggerRequest(db.Model):  # type: ignore[name-defined,misc]
+    """The first answer to a trigger request with an Idempotency-Key, replayed to its retries."""
+
+    __tablename__ = "trigger_requests"
+    __table_args__ = (UniqueConstraint("owner_id", "idempotency_key", name="uq_trigger_requests_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"))
+    idempotency_key: Mapped[str] = mapped_column(String(200))
+    schedule_id: Mapped[str] = mapped_column(ForeignKey("scheduled_jobs.id", ondelete="CASCADE"))
+    run_id: Mapped[str] = mapped_column(String(36))
+    scheduled_for: Mapped[datetime] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())

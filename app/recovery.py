@@ -15,7 +15,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import select
 
-from app.chain import invalid, planning, state
+from app.chain import invalid, outside, planning, state
 from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import holders
@@ -71,6 +71,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         ).all()
         db.session.rollback()
         if not rows:
+            report.runs_written_off += outside.reap(now, lease_grace)
             return report
         if between_batches is not None and report.checked:
             between_batches()

@@ -15,6 +15,7 @@ from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw
 from app.clock import ceil_second
 from app.extensions import db, get_redis
 from app.models import OnExhausted, Run, ScheduledJob, ScheduleStatus, Workflow
+from app.policies import CatchUpPolicy, OverlapPolicy
 
 # Request fields that set the timing columns, and the columns they set.
 _KINDS = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
@@ -22,7 +23,8 @@ _KIND_COLUMNS = ("interval_seconds", "cron", "rrule", "at")
 _CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between", "not_on", "jitter_seconds")
 _PLAIN_COLUMNS = (
     "name", "key", "description", "workflow_id", "owner_id", "trigger_node_id", "total_repeats", "max_retries",
-    "timeout_seconds", "trigger_payload", "on_exhausted",
+    "timeout_seconds", "trigger_payload", "on_exhausted", "catch_up", "catch_up_window_seconds", "catch_up_limit",
+    "overlap",
 )
 
 
@@ -238,7 +240,7 @@ def preview(data: dict[str, Any], now: datetime, count: int) -> tuple[timing.Spe
     return spec, [first, *timing.preview(spec, first, count - 1)]
 
 
-def next_runs(schedule: ScheduledJob, now: datetime, count: int = 5) -> list[datetime]:
+def next_runs(schedule: ScheduledJob, now: datetime, count: int = 10) -> list[datetime]:
     """The nominal times of the next runs: the planned one first, then the spec's, within total_repeats."""
     if schedule.status not in (ScheduleStatus.ACTIVE.value, ScheduleStatus.PAUSED.value):
         return []
@@ -257,6 +259,7 @@ def _start_new_tick(schedule: ScheduledJob) -> None:
     While a run is in flight, the run hands off its own successor under a new ID: nothing to do here."""
     schedule.current_repeat += 1
     schedule.current_retry = 0
+    schedule.run_through = schedule.backlog = None  # a backlog decided under the old plan is dropped
 
 
 def _first(schedule: ScheduledJob, now: datetime) -> datetime:
@@ -283,7 +286,8 @@ def _defaults(schedule: ScheduledJob) -> None:
         ("total_repeats", 0), ("max_retries", 3), ("timeout_seconds", 600), ("timezone", "UTC"),
         ("day_or", True), ("jitter_seconds", 0), ("anchor_explicit", False), ("revision", 0),
         ("current_repeat", 0), ("current_retry", 0), ("run_count", 0), ("error_count", 0),
-        ("on_exhausted", OnExhausted.DEAD.value),
+        ("on_exhausted", OnExhausted.DEAD.value), ("catch_up", CatchUpPolicy.LATEST.value), ("catch_up_limit", 100),
+        ("overlap", OverlapPolicy.SKIP.value),
     ):
         if getattr(schedule, column) is None:
             setattr(schedule, column, default)

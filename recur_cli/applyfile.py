@@ -25,6 +25,7 @@ class FileError(Exception):
 class WorkflowSpec:
     name: str
     task: str
+    fields: dict[str, Any] = field(default_factory=dict)  # the workflow's policy fields, as the API takes them
 
 
 @dataclass
@@ -74,11 +75,12 @@ def _list(document: dict[str, Any], name: str) -> list[Any]:
 
 def _workflow(item: Any, index: int) -> WorkflowSpec:
     where = f"workflows[{index}]"
-    if not isinstance(item, dict) or set(item) != {"name", "task"}:
-        raise FileError(f"{where}: give exactly `name` and `task`")
+    if not isinstance(item, dict) or not {"name", "task"} <= set(item):
+        raise FileError(f"{where}: give `name` and `task` (and any other workflow field)")
     if not all(isinstance(item[k], str) and item[k] for k in ("name", "task")):
         raise FileError(f"{where}: name and task must be non-empty text")
-    return WorkflowSpec(item["name"], item["task"])
+    return WorkflowSpec(item["name"], item["task"],
+                        {k: jsonable(v) for k, v in item.items() if k not in ("name", "task")})
 
 
 def _schedule(item: Any, index: int) -> ScheduleSpec:

@@ -36,7 +36,8 @@ class Client:
         self.token = token
         self.timeout = timeout
 
-    def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+    def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
+                extra_headers: dict[str, str] | None = None) -> Any:
         """Call API_PREFIX + path; returns the decoded JSON answer (None for an empty one)."""
         url = self.base + API_PREFIX + path
         given = {k: v for k, v in (query or {}).items() if v is not None}
@@ -49,6 +50,7 @@ class Client:
             headers["Content-Type"] = "application/json"
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
+        headers.update(extra_headers or {})
         request = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
@@ -65,8 +67,8 @@ class Client:
     def get(self, path: str, **query: Any) -> Any:
         return self.request("GET", path, query=query)
 
-    def post(self, path: str, body: Any = None) -> Any:
-        return self.request("POST", path, body if body is not None else {})
+    def post(self, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+        return self.request("POST", path, body if body is not None else {}, extra_headers=headers)
 
     def patch(self, path: str, body: Any) -> Any:
         return self.request("PATCH", path, body)

@@ -65,11 +65,14 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
         found = by_name.get(flow.name, [])
         if len(found) > 1:
             raise ValueError(f"{len(found)} workflows on the server are named {flow.name!r}: rename all but one")
+        wanted_fields = {"task": flow.task, **flow.fields}
+        changes = {name: (found[0].get(name), value) for name, value in wanted_fields.items()
+                   if found and found[0].get(name) != value}
         if not found:
-            steps.append(Step("workflow", flow.name, CREATE, body={"name": flow.name, "task": flow.task}))
-        elif found[0]["task"] != flow.task:
-            steps.append(Step("workflow", flow.name, UPDATE, {"task": (found[0]["task"], flow.task)},
-                              {"task": flow.task}, found[0]["id"]))
+            steps.append(Step("workflow", flow.name, CREATE, body={"name": flow.name, **wanted_fields}))
+        elif changes:
+            steps.append(Step("workflow", flow.name, UPDATE, changes,
+                              {name: wanted_fields[name] for name in changes}, found[0]["id"]))
         else:
             steps.append(Step("workflow", flow.name, UNCHANGED, target=found[0]["id"]))
     declared = {w.name for w in wanted.workflows}

@@ -35,6 +35,10 @@ _OTHER = (
     ("--retries", "max_retries", int, "Retries of a failed run before it counts as failed."),
     ("--timeout", "timeout_seconds", int, "Seconds a run may take."),
     ("--on-exhausted", "on_exhausted", str, "When retries run out: dead, pause or continue."),
+    ("--catch-up", "catch_up", str, "Ticks missed while nothing ran: skip, latest or all."),
+    ("--catch-up-window", "catch_up_window_seconds", int, "Never run a tick older than this many seconds."),
+    ("--catch-up-limit", "catch_up_limit", int, "catch_up all: at most this many missed ticks run."),
+    ("--overlap", "overlap", str, "A tick due during a run: skip, buffer_one, buffer_all, cancel_other, allow_all."),
 )
 
 
@@ -197,29 +201,42 @@ def resume(schedule_id: str) -> None:
     _done(schedule, f"resumed {schedule['id']}; next run {schedule.get('next_run_at')}")
 
 
+OVERLAP_CHOICES = click.Choice(["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"])
+
+
 @schedules.command("trigger")
 @click.argument("schedule_id")
+@click.option("--overlap", type=OVERLAP_CHOICES, help="Overlap policy for this run (default: the schedule's).")
+@click.option("--idempotency-key", help="Send again with the same key: one run, the first answer.")
 @json_option
-def trigger(schedule_id: str) -> None:
-    """Run the schedule's task once now, outside its timing."""
-    answer = current().client.post(f"/schedules/{schedule_id}/trigger/")
-    _done(answer, f"triggered {schedule_id}")
+def trigger(schedule_id: str, overlap: str | None, idempotency_key: str | None) -> None:
+    """Run the schedule's task once now, outside its timing (trigger `manual`)."""
+    answer = current().client.post(f"/schedules/{schedule_id}/trigger/", {"overlap": overlap} if overlap else {},
+                                   headers={"Idempotency-Key": idempotency_key} if idempotency_key else None)
+    _done(answer, f"triggered {schedule_id}: run {answer['run_id']} for {answer['scheduled_for']}")
 
 
 @schedules.command("backfill")
 @click.argument("schedule_id")
-@click.option("--start", required=True, help="First nominal time (ISO 8601).")
-@click.option("--end", required=True, help="Last nominal time (ISO 8601).")
-@click.option("--dry-run", is_flag=True, help="List the runs it would make; make none.")
+@click.option("--start", required=True, help="First instant of the range, included (ISO 8601).")
+@click.option("--end", required=True, help="End of the range, not included (ISO 8601).")
+@click.option("--overlap", type=OVERLAP_CHOICES, help="Overlap policy for its runs (default buffer_all).")
+@click.option("--dry-run", is_flag=True, help="List the nominal times it would run; run none.")
 @json_option
-def backfill(schedule_id: str, start: str, end: str, dry_run: bool) -> None:
-    """Run the ticks between --start and --end that never ran."""
-    answer = current().client.post(f"/schedules/{schedule_id}/backfill/",
-                                   {"start": start, "end": end, "dry_run": dry_run})
+def backfill(schedule_id: str, start: str, end: str, overlap: str | None, dry_run: bool) -> None:
+    """Run every nominal time of the schedule in [--start, --end), oldest first, one at a time."""
+    body: dict[str, Any] = {"start": start, "end": end, "dry_run": dry_run}
+    if overlap:
+        body["overlap"] = overlap
+    answer = current().client.post(f"/schedules/{schedule_id}/backfill/", body)
     if current().json:
         output.emit_json(answer)
+    elif dry_run:
+        click.echo(f"{answer['total']} runs would start:")
+        for instant in answer["times"]:
+            click.echo(f"  {instant}")
     else:
-        output.fields(answer) if isinstance(answer, dict) else click.echo(output.text(answer))
+        click.echo(f"backfill {answer['id']} started: {answer['total']} runs, oldest first")
 
 
 @schedules.command("delete")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from recur_cli import output
@@ -43,14 +45,38 @@ def show(workflow_id: int) -> None:
     output.emit_json(workflow) if current().json else output.fields(workflow)
 
 
+def _policy_options(command: Any) -> Any:
+    command = click.option("--max-concurrent-runs", "max_concurrent_runs", type=int,
+                           help="Runs of all its schedules at once, across every worker.")(command)
+    return click.option("--concurrency-policy", "concurrency_policy", type=click.Choice(["wait", "skip"]),
+                        help="A run beyond the limit waits for a slot (wait) or is skipped (skip).")(command)
+
+
 @workflows.command("create")
 @click.argument("name")
 @click.argument("task")
+@_policy_options
 @json_option
-def create(name: str, task: str) -> None:
+def create(name: str, task: str, **policies: Any) -> None:
     """Create a workflow that runs the registered TASK."""
-    workflow = current().client.post("/workflows/", {"name": name, "task": task})
+    body = {"name": name, "task": task, **{k: v for k, v in policies.items() if v is not None}}
+    workflow = current().client.post("/workflows/", body)
     output.emit_json(workflow) if current().json else click.echo(f"created workflow {workflow['id']} ({name})")
+
+
+@workflows.command("edit")
+@click.argument("workflow_id", type=int)
+@click.option("--name", help="A new name.")
+@click.option("--task", help="A new registered task (the next runs use it).")
+@_policy_options
+@json_option
+def edit(workflow_id: int, **fields: Any) -> None:
+    """Change the fields given."""
+    body = {k: v for k, v in fields.items() if v is not None}
+    if not body:
+        raise click.UsageError("give at least one field to change")
+    workflow = current().client.patch(f"/workflows/{workflow_id}/", body)
+    output.emit_json(workflow) if current().json else click.echo(f"changed workflow {workflow_id}: {', '.join(body)}")
 
 
 @workflows.command("delete")

@@ -37,13 +37,18 @@ def test_interval_schedule_runs_to_done_with_fixed_rate(chain_app, fake_clock):
     assert [r.scheduled_for for r in runs] == [first + timedelta(seconds=10 * i) for i in range(3)]
 
 
-def test_past_slots_are_skipped_not_run_late(chain_app, fake_clock):
+def test_past_slots_are_caught_up_by_the_latest_and_recorded_missed(chain_app, fake_clock):
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     due = next_due(chain_app)
     fake_clock.set(due + timedelta(seconds=35))  # ran 35 s late: slots +10, +20, +30 are past
     run_due(chain_app, fake_clock.now)
     assert fresh(schedule.id).next_run_at == due + timedelta(seconds=40)
-    assert len(runs_of(schedule.id)) == 1
+    # catch_up=latest (the default): one run, for the most recent missed tick, with its own nominal time;
+    # the three before it are one `missed` row, so the history has no hole.
+    ran = {r.status: r for r in runs_of(schedule.id)}
+    assert set(ran) == {"succeeded", "missed"}
+    assert (ran["succeeded"].scheduled_for, ran["succeeded"].trigger) == (due + timedelta(seconds=30), "catch_up")
+    assert (ran["missed"].scheduled_for, ran["missed"].ticks, ran["missed"].reason) == (due, 3, "catch_up_skip")
 
 
 def test_failures_back_off_then_die(chain_app, fake_clock):
@@ -145,7 +150,7 @@ def test_recovery_recreates_lost_link_once_and_overdue_fires_promptly(chain_app,
     assert scheduled_ids(chain_app) == [link_id(schedule.id, 0, 0)]
     assert next_due(chain_app) <= fake_clock.now  # overdue: due at once, not one interval later
     run_due(chain_app, fake_clock.now)
-    assert len(runs_of(schedule.id)) == 1  # once, not once per missed slot
+    assert len([r for r in runs_of(schedule.id) if r.status != "missed"]) == 1  # once, not once per missed slot
     assert fresh(schedule.id).next_run_at == due + timedelta(seconds=100)
 
 

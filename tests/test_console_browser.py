@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,30 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     history = page.locator("#history tbody tr")
     expect(history.first).to_contain_text("succeeded")
     expect(history.first).to_contain_text("schedule")
+
+    page.click("#trigger")  # a manual run, now
+    expect(page.locator(".flash")).to_contain_text("Triggered")
+    deadline = time.monotonic() + 30
+    while "manual" not in page.locator("#history").inner_text():
+        assert time.monotonic() < deadline, "the manual run did not show within 30 s"
+        time.sleep(1)
+        page.reload()
+
+    page.click("#backfill")  # three past minutes: the list first, then the runs
+    start = (datetime.now(UTC) - timedelta(minutes=10)).replace(second=0, microsecond=0)
+    page.fill("#backfill-start", start.isoformat())
+    page.fill("#backfill-end", (start + timedelta(minutes=3)).isoformat())
+    page.click("#backfill-preview")
+    expect(page.locator("#backfill-times li")).to_have_count(3)
+    _shot(page, "10-backfill-dry-run")
+    page.click("#backfill-confirm")
+    expect(page.locator(".flash")).to_contain_text("Backfill of 3 runs started")
+    deadline = time.monotonic() + 30
+    while page.locator("#history").inner_text().count("backfill") < 3:
+        assert time.monotonic() < deadline, "the backfill's runs did not show within 30 s"
+        time.sleep(1)
+        page.reload()
+    _shot(page, "11-after-trigger-and-backfill")
 
     page.goto(base + "/schedules")
     expect(page.locator("table.list")).to_contain_text("every minute")

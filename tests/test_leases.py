@@ -44,7 +44,7 @@ def test_a_written_off_run_that_is_still_alive_leaves_the_live_runs_lease_alone(
     assert reconcile(fake_clock.now).runs_written_off == []  # the live run is not written off
 
     link.complete(live, RunStatus.SUCCEEDED, None)
-    runs = runs_of(schedule.id)
+    runs = [r for r in runs_of(schedule.id) if r.repeat_number is not None]  # not the ticks skipped meanwhile
     assert [(r.retry_number, r.status) for r in runs] == [(0, "failed"), (1, "succeeded")]
     assert runs[0].error.startswith("worker_lost")
     assert not redis.exists(key)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 WORKFLOWS = [
     {"name": "reports", "task": "builtin.noop"},
     {"name": "cleanup", "task": "builtin.noop"},
-    {"name": "sync", "task": "builtin.sleep"},
+    {"name": "sync", "task": "builtin.sleep", "max_concurrent_runs": 2, "concurrency_policy": "skip"},
 ]
 # Ten schedules using every kind of timing and the fields whose stored form differs from the file's.
 SCHEDULES = [
@@ -35,7 +35,8 @@ SCHEDULES = [
      "only_between": "09:00-17:00", "timezone": "Europe/London", "not_on": ["sat", "sun"]},
     {"key": "sync/holidays", "workflow": "sync", "name": "Not on holidays", "cron": "0 12 * * *",
      "not_on": ["Monday", 3], "end_at": "2999-12-31T23:59:59Z"},
-    {"key": "sync/capped", "workflow": "sync", "name": "Ten times", "every": "10m", "total_repeats": 10},
+    {"key": "sync/capped", "workflow": "sync", "name": "Ten times", "every": "10m", "total_repeats": 10,
+     "catch_up": "all", "catch_up_limit": 5, "catch_up_window_seconds": 3600, "overlap": "buffer_one"},
     {"key": "sync/paused-later", "workflow": "sync", "name": "Start later", "cron": "*/5 * * * *",
      "start_at": "2999-01-01T00:00:00", "on_exhausted": "pause"},
 ]
@@ -74,6 +75,9 @@ def test_apply_creates_then_changes_nothing_then_only_what_changed(stack, tmp_pa
     assert len(before) == 10 and {w["name"] for w in api.ok("GET", "/api/v1/workflows/")["items"]} == {
         "reports", "cleanup", "sync", "x"}
     assert before["cleanup/tmp"]["interval_seconds"] == 900 and before["sync/capped"]["total_repeats"] == 10
+    assert (before["sync/capped"]["catch_up"], before["sync/capped"]["overlap"]) == ("all", "buffer_one")
+    sync = next(w for w in api.ok("GET", "/api/v1/workflows/")["items"] if w["name"] == "sync")
+    assert (sync["max_concurrent_runs"], sync["concurrency_policy"]) == (2, "skip")
 
     second = recur(url, token, "apply", str(path)).out
     assert second.splitlines()[-1] == "0 created, 0 updated, 0 deleted, 10 unchanged", second

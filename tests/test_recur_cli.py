@@ -87,6 +87,20 @@ def test_schedules_and_workflows_through_the_cli(stack):
     invalid = run("schedules", "edit", cron["id"], "--cron", "61 * * * *", ok=False)
     assert invalid.code == 1 and "cron" in invalid.err
 
+    # runs outside the chain: trigger (one run per idempotency key) and a backfill's dry run
+    first = run("schedules", "trigger", cron["id"], "--idempotency-key", "k1", "--json").json()
+    assert run("schedules", "trigger", cron["id"], "--idempotency-key", "k1", "--json").json() == first
+    wait_for(lambda: any(r["trigger"] == "manual" and r["status"] == "succeeded"
+                         for r in run("schedules", "runs", cron["id"], "--json").json()["items"]), 20,
+             what="the manual run")
+    plan = run("schedules", "backfill", cron["id"], "--start", "2026-11-23T00:00:00Z", "--end",
+               "2026-11-28T00:00:00Z", "--dry-run").out.splitlines()
+    assert plan[0] == "5 runs would start:" and plan[1].strip() == "2026-11-23T08:00:00Z"  # Mon-Fri, 09:00 Berlin
+    limited = run("workflows", "edit", workflow_id, "--max-concurrent-runs", "2", "--json").json()
+    assert (limited["max_concurrent_runs"], limited["concurrency_policy"]) == (2, "wait")
+    policies = run("schedules", "edit", cron["id"], "--catch-up", "all", "--overlap", "buffer_one", "--json").json()
+    assert (policies["catch_up"], policies["overlap"]) == ("all", "buffer_one")
+
     assert run("schedules", "delete", cron["id"]).out == f"deleted {cron['id']}\n"
     gone = run("schedules", "show", cron["id"], ok=False)
     assert gone.code == 1 and "does not exist. (HTTP 404)" in gone.err

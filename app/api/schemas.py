@@ -15,7 +15,9 @@ from flask import current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from app import timing
-from app.models import PAUSE_NOTE_MAX, OnExhausted, Run, ScheduledJob, ScheduleStatus, Workflow
+from app.models import PAUSE_NOTE_MAX, ConcurrencyPolicy, OnExhausted, Run, ScheduledJob, ScheduleStatus, Workflow
+from app.policies import CatchUpPolicy, OverlapPolicy
+from app.policies.catch_up import MAX_LIMIT as MAX_CATCH_UP_LIMIT
 
 # The documented maxima (README). INT_MAX is PostgreSQL's INTEGER, the type of every integer column.
 INT_MAX = 2**31 - 1
@@ -23,6 +25,8 @@ MAX_TIMEOUT_SECONDS = 7 * 86400  # a week: far below signal.alarm's and RQ's lim
 MAX_RETRIES = 1000
 MAX_AFTER_SECONDS = timing.MAX_INTERVAL_SECONDS  # ten years, like the longest interval
 MAX_OFFSET = INT_MAX
+MAX_CONCURRENT_RUNS = 10_000
+
 
 
 def _int(minimum: int, maximum: int, **kwargs: Any) -> fields.Integer:
@@ -55,11 +59,15 @@ def _payload_size(value: Any) -> None:
 
 
 class WorkflowIn(Schema):
+    """Create body; PATCH loads it with partial=True."""
+
     class Meta:
         unknown = RAISE
 
     name = fields.String(required=True, validate=validate.Length(min=1, max=200))
     task = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    max_concurrent_runs = _int(1, MAX_CONCURRENT_RUNS, allow_none=True)  # null: no limit
+    concurrency_policy = fields.String(validate=validate.OneOf([p.value for p in ConcurrencyPolicy]))
 
 
 class TimingIn(Schema):
@@ -119,6 +127,10 @@ class ScheduleIn(TimingIn):
     timeout_seconds = _int(1, MAX_TIMEOUT_SECONDS)
     trigger_payload = fields.Raw(allow_none=True, validate=_payload_size)
     on_exhausted = fields.String(validate=validate.OneOf([p.value for p in OnExhausted]))
+    catch_up = fields.String(validate=validate.OneOf([p.value for p in CatchUpPolicy]))
+    catch_up_window_seconds = _int(1, INT_MAX, allow_none=True)  # null: no window
+    catch_up_limit = _int(1, MAX_CATCH_UP_LIMIT)
+    overlap = fields.String(validate=validate.OneOf([p.value for p in OverlapPolicy]))
 
 
 class PauseIn(Schema):
@@ -128,6 +140,31 @@ class PauseIn(Schema):
         unknown = RAISE
 
     note = fields.String(allow_none=True, validate=validate.Length(max=PAUSE_NOTE_MAX))
+
+
+class TriggerIn(Schema):
+    """Trigger body (optional): an overlap policy for this run instead of the schedule's."""
+
+    class Meta:
+        unknown = RAISE
+
+    overlap = fields.String(allow_none=True, validate=validate.OneOf([p.value for p in OverlapPolicy]))
+
+
+class BackfillIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    start = _instant(required=True)
+    end = _instant(required=True)
+    overlap = fields.String(allow_none=True, validate=validate.OneOf([p.value for p in OverlapPolicy]))
+    dry_run = fields.Boolean(load_default=False)
+
+    @validates_schema
+    def _range(self, data: dict[str, Any], **_: Any) -> None:
+        start, end = data.get("start"), data.get("end")
+        if start and end and end <= start:
+            raise ValidationError("end must be after start.", field_name="end")
 
 
 class PreviewIn(TimingIn):
@@ -193,6 +230,8 @@ class WorkflowOut(Schema):
     name = _out(fields.String())
     task = _out(fields.String())
     owner_id = _out(fields.Integer())
+    max_concurrent_runs = _out(fields.Integer(allow_none=True))
+    concurrency_policy = _out(fields.String())
     created_at = _out(Iso())
 
 
@@ -221,6 +260,10 @@ class ScheduleOut(Schema):
     timeout_seconds = _out(fields.Integer(allow_none=True))
     trigger_payload = _out(fields.Raw(allow_none=True))
     on_exhausted = _out(fields.String(validate=validate.OneOf([p.value for p in OnExhausted])))
+    catch_up = _out(fields.String())
+    catch_up_window_seconds = _out(fields.Integer(allow_none=True))
+    catch_up_limit = _out(fields.Integer())
+    overlap = _out(fields.String())
     status = _out(fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus])))
     pause_note = _out(fields.String(allow_none=True))
     paused_at = _out(Iso(allow_none=True))
@@ -239,11 +282,38 @@ class ScheduleOut(Schema):
         return iso(schedule.anchor_at) if schedule.anchor_explicit else None
 
 
+class RunBriefOut(Schema):
+    id = _out(fields.String())
+    scheduled_for = _out(Iso(allow_none=True))
+    started_at = _out(Iso(allow_none=True))
+    status = _out(fields.String())
+    trigger = _out(fields.String())
+
+
+class ScheduleStatsOut(Schema):
+    """What the run history says, counted: runs taken by trigger, ticks missed by reason, skips."""
+
+    runs = _out(fields.Integer())
+    runs_by_trigger = _out(fields.Dict(keys=fields.String(), values=fields.Integer()))
+    runs_by_status = _out(fields.Dict(keys=fields.String(), values=fields.Integer()))
+    ticks_missed = _out(fields.Dict(keys=fields.String(), values=fields.Integer()))
+    ticks_skipped = _out(fields.Dict(keys=fields.String(), values=fields.Integer()))
+    running = _out(fields.Integer())
+    buffered = _out(fields.Integer())
+
+
 class ScheduleDetailOut(ScheduleOut):
     """One schedule: its fields, what its timing says in words, and its next nominal times."""
 
     timing_description = _out(fields.String())
     next_runs = _out(fields.List(fields.String()))
+
+
+class ScheduleDescribeOut(ScheduleDetailOut):
+    """A schedule's GET: its detail and what its run history adds up to."""
+
+    stats = _out(fields.Nested(ScheduleStatsOut))
+    recent_runs = _out(fields.List(fields.Nested(RunBriefOut)))
 
 
 class RunOut(Schema):
@@ -257,6 +327,43 @@ class RunOut(Schema):
     status = _out(fields.String())
     error = _out(fields.String(allow_none=True))
     worker = _out(fields.String(allow_none=True))
+    trigger = _out(fields.String())
+    reason = _out(fields.String(allow_none=True))
+    ticks = _out(fields.Integer(allow_none=True))
+    backfill_id = _out(fields.String(allow_none=True))
+
+
+class TriggeredOut(Schema):
+    run_id = _out(fields.String())
+    schedule_id = _out(fields.String())
+    scheduled_for = _out(Iso())
+    trigger = _out(fields.String())
+
+
+class BackfillOut(Schema):
+    id = _out(fields.String())
+    schedule_id = _out(fields.String())
+    start = _out(Iso())
+    end = _out(Iso())
+    overlap = _out(fields.String(allow_none=True))
+    status = _out(fields.String())
+    total = _out(fields.Integer())
+    done = _out(fields.Integer())
+    times = _out(fields.List(fields.String()))
+    created_at = _out(Iso())
+    finished_at = _out(Iso(allow_none=True))
+
+
+class BackfillPlanOut(Schema):
+    """A dry run: the nominal times a backfill of the range would run, in order."""
+
+    dry_run = _out(fields.Boolean())
+    total = _out(fields.Integer())
+    times = _out(fields.List(fields.String()))
+
+
+class BackfillPage(Schema):
+    items = _out(fields.List(fields.Nested(BackfillOut)))
 
 
 class PreviewTimeOut(Schema):

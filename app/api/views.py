@@ -12,7 +12,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import clock, schedules
+from app import clock, history, schedules
 from app.api import bodies
 from app.api.contract import documented
 from app.api.errors import ApiError, not_found, validation_error
@@ -26,7 +26,9 @@ from app.api.schemas import (
     PauseIn,
     PreviewIn,
     PreviewOut,
+    RunBriefOut,
     RunPage,
+    ScheduleDescribeOut,
     ScheduleDetailOut,
     ScheduleIn,
     ScheduleListIn,
@@ -34,6 +36,7 @@ from app.api.schemas import (
     WorkflowIn,
     WorkflowOut,
     WorkflowPage,
+    dump,
     iso,
     run_out,
     schedule_out,
@@ -105,12 +108,17 @@ def _schedule_or_404(schedule_id: str) -> ScheduledJob:
 
 
 def _schedule_body(schedule: ScheduledJob) -> dict[str, Any]:
+    """The detail of a schedule; a GET adds what its run history adds up to (stats, recent_runs)."""
     now = clock.utcnow()
     try:
         description = planning.spec_of(schedule).describe()
         upcoming = [iso(t) for t in schedules.next_runs(schedule, now)]
     except Exception as exc:  # a row stored before today's checks, or one made invalid: show it, never fail the read
         description, upcoming = f"invalid timing: {exc}", []
+    if request.method == "GET":  # what the history adds up to: on a read, not after every change
+        return schedule_out(schedule, {
+            "timing_description": description, "next_runs": upcoming, "stats": history.stats(schedule),
+            "recent_runs": [dump(RunBriefOut, run) for run in history.recent(schedule)]})
     return schedule_out(schedule, {"timing_description": description, "next_runs": upcoming})
 
 
@@ -163,14 +171,18 @@ def health() -> tuple[Response, int]:
 @documented(summary="Create a workflow", ok=201, answer=WorkflowOut, body=WorkflowIn)
 def create_workflow() -> tuple[Response, int]:
     data = _body(_schema(WorkflowIn))
-    if get_task(data["task"]) is None:
-        raise validation_error(
-            {"task": [f"unknown task {data['task']!r}; registered tasks: {', '.join(task_names())}"]}
-        )
-    workflow = Workflow(name=data["name"], task=data["task"], owner_id=caller().id, created_at=clock.utcnow())
+    _known_task(data)
+    workflow = Workflow(owner_id=caller().id, created_at=clock.utcnow(), **data)
     db.session.add(workflow)
     db.session.commit()
     return _created(workflow_out(workflow))
+
+
+def _known_task(data: dict[str, Any]) -> None:
+    if "task" in data and get_task(data["task"]) is None:
+        raise validation_error(
+            {"task": [f"unknown task {data['task']!r}; registered tasks: {', '.join(task_names())}"]}
+        )
 
 
 @api.get("/workflows/")
@@ -196,6 +208,20 @@ def _workflow_or_404(workflow_id: int) -> Workflow:
 @documented(summary="Get a workflow", answer=WorkflowOut, errors=[404])
 def get_workflow(workflow_id: int) -> Response:
     return jsonify(workflow_out(_workflow_or_404(workflow_id)))
+
+
+@api.patch("/workflows/<int:workflow_id>/")
+@documented(summary="Edit a workflow: its name, task and policies", answer=WorkflowOut, body=WorkflowIn,
+            errors=[404])
+def update_workflow(workflow_id: int) -> Response:
+    """A changed task or limit applies to the next run that starts; runs going on are left alone."""
+    workflow = _workflow_or_404(workflow_id)
+    data = _body(_schema(WorkflowIn), partial=True)
+    _known_task(data)
+    for name, value in data.items():
+        setattr(workflow, name, value)
+    db.session.commit()
+    return jsonify(workflow_out(workflow))
 
 
 @api.delete("/workflows/<int:workflow_id>/")
@@ -259,7 +285,8 @@ def preview_schedule() -> Response:
 
 
 @api.get("/schedules/<schedule_id>/")
-@documented(summary="Get a schedule", answer=ScheduleDetailOut, errors=[404])
+@documented(summary="Get a schedule, with what its run history adds up to", answer=ScheduleDescribeOut,
+            errors=[404])
 def get_schedule(schedule_id: str) -> Response:
     return jsonify(_schedule_body(_schedule_or_404(schedule_id)))
 

@@ -43,8 +43,9 @@ def hand_off(schedule: ScheduledJob, queue: Queue | None = None, pipeline: Pipel
 
 
 def hand_off_plans(plans: list[LinkPlan], queue: Queue | None = None) -> list[str]:
-    """hand_off in bulk, for the reconciler: each plan made from an active, idle row it just read.
-    Returns the IDs put (a plan older than its schedule's last put is refused)."""
+    """hand_off in bulk, for the reconciler (each plan made from an active, idle row it just read), and for
+    a deferred tick (its plan made from the row its deferral just committed). Returns the IDs put (a plan
+    older than its schedule's last put is refused)."""
     return put_links(queue or get_queue(), plans, current_app.config["RECUR_LINK_RESULT_TTL"])
 
 

@@ -22,6 +22,11 @@ def lease_key(schedule_id: str) -> str:
     return f"recur:lease:{schedule_id}"
 
 
+def run_lease_key(schedule_id: str, run_id: str) -> str:
+    """The lease of a run outside the chain (manual, backfill, a detached tick): several may run at once."""
+    return f"recur:lease:{schedule_id}:{run_id}"
+
+
 def holders(redis: Redis, schedule_ids: list[str]) -> list[str | None]:
     if not schedule_ids:
         return []
@@ -40,9 +45,9 @@ class Lease:
     """
 
     def __init__(self, redis: Redis, schedule_id: str, run_id: str, ttl_seconds: float,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, per_run: bool = False) -> None:
         self._redis = redis
-        self._key = lease_key(schedule_id)
+        self._key = run_lease_key(schedule_id, run_id) if per_run else lease_key(schedule_id)
         self._run_id = run_id
         self._ttl_ms = max(1000, int(ttl_seconds * 1000))
         self._deadline = deadline  # on clock.monotonic(); None: renewed until released

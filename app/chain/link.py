@@ -18,9 +18,11 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
 from app import clock, logs
-from app.chain import state
-from app.chain.handoff import hand_off
+from app.chain import collisions, outside, state
+from app.chain.handoff import hand_off, hand_off_plans
+from app.chain.ids import link_id
 from app.chain.leases import Lease
+from app.chain.links import LinkPlan
 from app.chain.timeouts import TaskTimer
 from app.extensions import db, get_redis
 from app.models import RunStatus
@@ -92,10 +94,20 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
     if claim is None:
         logs.clear()
         return "stale"
+    if not isinstance(claim, state.Claim):
+        logs.clear()
+        return _not_run(claim, schedule_id, revision, repeat, retry, scheduled_for, now)
+    if claim.detached:  # listed like an outside run: cancel_other can stop it, the reconciler reap it
+        outside.list_running(schedule_id, claim.run_id, link_id(schedule_id, repeat, retry), now)
+    if claim.successor is not None:
+        hand_off(claim.successor)
+    if claim.to_stop:
+        collisions.stop_jobs(list(claim.to_stop))
     logs.bind(run_id=claim.run_id)
     config = current_app.config
     deadline = clock.monotonic() + claim.timeout_seconds + config["RECUR_TIMEOUT_GRACE_SECONDS"]
-    lease = Lease(get_redis(), schedule_id, claim.run_id, config["RECUR_LEASE_SECONDS"], deadline)
+    lease = Lease(get_redis(), schedule_id, claim.run_id, config["RECUR_LEASE_SECONDS"], deadline,
+                  per_run=claim.detached)
     other = lease.acquire()
     if other is not None:
         # A run of this schedule that was written off is still alive: record this tick as skipped.
@@ -110,11 +122,27 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
         "scheduled_job_name": claim.name,
         "repeat_number": repeat,
         "retry_number": retry,
-        "scheduled_for": scheduled_for.isoformat(),
+        "scheduled_for": (claim.nominal or scheduled_for).isoformat(),
         "payload": claim.payload if claim.payload is not None else {},
         "idempotency_key": idempotency_key(schedule_id, repeat),
     }
     return Prepared(claim, lease, event, deadline)
+
+
+def _not_run(outcome: state.Passed | state.Wait, schedule_id: str, revision: int, repeat: int, retry: int,
+             scheduled_for: datetime, now: datetime) -> str:
+    """A tick the policies did not let run: passed by (recorded, the chain moved on), or deferred (the same
+    tick comes back under the next repeat number, DEFER_SECONDS later)."""
+    if isinstance(outcome, state.Passed):
+        if outcome.schedule is not None:
+            hand_off(outcome.schedule)
+        return outcome.outcome
+    deferred = collisions.defer_tick(schedule_id, revision, repeat, retry, now, outcome.why)
+    if deferred is None:
+        return "stale"
+    hand_off_plans([LinkPlan(schedule_id, revision, deferred.repeat, retry, scheduled_for, collisions.later(now),
+                             deferred.timeout_seconds)])
+    return "deferred"
 
 
 def _wait_until(scheduled_for: datetime, early: float, name: str) -> datetime:
@@ -145,6 +173,8 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None) -> str:
             prepared.lease.release(pipe)
             if schedule is not None:
                 hand_off(schedule, pipeline=pipe)
+            if prepared.claim.detached:
+                pipe.hdel(outside.OUTSIDE_KEY, prepared.claim.run_id)
             pipe.execute()
     log.info("run %s %s", prepared.claim.run_id, status.value)
     logs.clear()

@@ -14,20 +14,23 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app import metrics
+from app import metrics, policies
 from app.auth import audit
-from app.chain import driver, invalid, planning
+from app.chain import collisions, driver, invalid, late, planning
 from app.extensions import db
 from app.models import (
     PAUSE_NOTE_MAX,
+    ConcurrencyPolicy,
     OnExhausted,
     Run,
     RunStatus,
+    RunTrigger,
     ScheduledJob,
     ScheduleStatus,
     UTCDateTime,
     Workflow,
 )
+from app.policies import CatchUp, CatchUpPolicy, Gap, OverlapPolicy
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,28 @@ class Claim:
     name: str
     payload: Any
     timeout_seconds: int
+    nominal: datetime | None = None  # the tick this run stands for, when catch-up chose another than the link's
+    trigger: str = RunTrigger.SCHEDULE.value
+    # overlap allow_all / cancel_other: the run left the chain at its start, and its successor (this
+    # snapshot) is handed off now; runs it cancelled are stopped by these RQ job IDs.
+    detached: bool = False
+    successor: ScheduledJob | None = None
+    to_stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Passed:
+    """The tick was not run (recorded skipped or missed) and the chain moved on: hand off `schedule`."""
+
+    schedule: ScheduledJob | None
+    outcome: str
+
+
+@dataclass(frozen=True)
+class Wait:
+    """The tick may not start yet (its workflow is full, or a run it buffers behind is going)."""
+
+    why: str
 
 
 # The hot path (claim, finish) runs Core statements, built once, each in its own short transaction on the
@@ -46,7 +71,7 @@ _SCHEDULES = ScheduledJob.__table__
 _RUNS = Run.__table__
 
 
-def _end_session_transaction() -> None:
+def end_session_transaction() -> None:
     """Transitions run in a transaction of their own: a read the caller left open on the ORM session
     would, on SQLite, hold the write lock that transaction waits for."""
     if db.session.registry.has() and db.session().in_transaction():
@@ -81,39 +106,147 @@ _CLAIM = driver.Statement(
         _SCHEDULES.c.trigger_payload,
         _SCHEDULES.c.timeout_seconds,
         select(Workflow.task).where(Workflow.id == _SCHEDULES.c.workflow_id).scalar_subquery(),
+        _SCHEDULES.c.overlap,
+        _SCHEDULES.c.run_through,
+        _SCHEDULES.c.backlog,
+        _SCHEDULES.c.workflow_id,
+        select(Workflow.max_concurrent_runs).where(Workflow.id == _SCHEDULES.c.workflow_id).scalar_subquery(),
+        select(Workflow.concurrency_policy).where(Workflow.id == _SCHEDULES.c.workflow_id).scalar_subquery(),
     )
 )
 _RECORD_RUN = driver.Statement(insert(_RUNS).values(
     id=bindparam("p_run_id"), schedule_id=bindparam("p_id"), repeat_number=bindparam("p_repeat"),
     retry_number=bindparam("p_retry"), scheduled_for=bindparam("p_scheduled_for", type_=UTCDateTime()),
     started_at=bindparam("p_now", type_=UTCDateTime()), status=RunStatus.RUNNING.value,
-    worker=bindparam("p_worker"),
+    worker=bindparam("p_worker"), trigger=bindparam("p_trigger"),
 ))
 
 
 def claim_tick(
     schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime, now: datetime,
     worker: str | None, run_id: str | None = None,
-) -> Claim | None:
+) -> Claim | Passed | Wait | None:
     """Claim this tick for one run, or return None if the schedule no longer expects this link.
 
-    One UPDATE ... WHERE is the compare-and-set: two copies of a link cannot both pass it.
+    One UPDATE ... WHERE is the compare-and-set: two copies of a link cannot both pass it. In the same
+    transaction the policies are carried out: catch-up's choice of tick and its missed rows, overlap with
+    a run outside the chain, the workflow's concurrency limit; a tick that is not run is Passed (recorded,
+    the chain moved on) or told to Wait (nothing written).
     """
     run_id = run_id or str(uuid.uuid4())
-    _end_session_transaction()
+    end_session_transaction()
     values = {
         "p_id": schedule_id, "p_revision": revision, "p_repeat": repeat, "p_retry": retry,
-        "p_run_id": run_id, "p_now": now, "p_scheduled_for": scheduled_for, "p_worker": worker,
+        "p_run_id": run_id, "p_now": now, "p_worker": worker,
     }
     with driver.transaction(db.engine) as tx:  # commits at the end of the block, rolls back on an exception
         claimed = tx.first(_CLAIM, values)
         if claimed is None or claimed[3] is None:  # fenced out, or its workflow is gone
             tx.rollback()
             return None
-        name, payload, timeout_seconds, task = claimed
-        tx.execute(_RECORD_RUN, values)
-        tx.after_commit.append(lambda: metrics.run_claimed(scheduled_for, now))
-    return Claim(run_id, task, name, payload, timeout_seconds)
+        name, payload, timeout_seconds, task, overlap, run_through, backlog, workflow_id, limit, policy = claimed
+        catch_up: CatchUp | None = None
+        if late.is_late(scheduled_for, retry, now):  # the row is ours until the commit: decide on it
+            row = _load_locked(tx, schedule_id)
+            catch_up = late.catch_up_for(row, scheduled_for, now) if row is not None else None
+        nominal = catch_up.run if catch_up is not None and catch_up.run is not None else scheduled_for
+        values["p_scheduled_for"] = nominal
+        if catch_up is not None and catch_up.run is None:  # catch-up runs none of the due ticks
+            return _pass(tx, schedule_id, scheduled_for, now, catch_up.missed, "missed")
+        detached = policies.is_detached(overlap)
+        if not detached and collisions.another_is_running(tx, schedule_id):  # a run outside the chain
+            if policies.overlap.waits_for_running(overlap):
+                tx.rollback()
+                return Wait("a run of the schedule is going")
+            gap = [("overlap", Gap(nominal, nominal, 1))]
+            return _pass(tx, schedule_id, nominal, now, gap, RunStatus.SKIPPED.value)
+        if limit is not None:
+            waits = policy != ConcurrencyPolicy.SKIP.value
+            if collisions.workflow_is_full(tx, workflow_id, limit, schedule_id, nominal, in_order=waits):
+                if waits:
+                    tx.rollback()
+                    return Wait(f"its workflow has {limit} runs going")
+                gap = [("concurrency", Gap(nominal, nominal, 1))]
+                return _pass(tx, schedule_id, nominal, now, gap, RunStatus.SKIPPED.value)
+        cancels = overlap == OverlapPolicy.CANCEL_OTHER
+        to_stop = collisions.cancel_others(tx, schedule_id, nominal, now) if cancels else []
+        trigger = _trigger_of(retry, scheduled_for, run_through, backlog, catch_up)
+        tx.execute(_RECORD_RUN, {**values, "p_trigger": trigger})
+        if catch_up is not None:
+            collisions.record_gaps(tx, schedule_id, catch_up.missed, now, RunTrigger.CATCH_UP.value)
+            if catch_up.run_through is not None:
+                tx.execute(_SAVE_BACKLOG, {"p_id": schedule_id, "p_run_through": catch_up.run_through,
+                                           "p_backlog": RunTrigger.CATCH_UP.value})
+        successor = _detach(tx, schedule_id, nominal, now) if detached else None
+        tx.after_commit.append(lambda: metrics.run_claimed(nominal, now))
+    return Claim(run_id, task, name, payload, timeout_seconds, nominal, trigger, detached, successor, tuple(to_stop))
+
+
+def _trigger_of(retry: int, scheduled_for: datetime, run_through: datetime | None, backlog: str | None,
+                catch_up: CatchUp | None) -> str:
+    if retry:
+        return RunTrigger.RETRY.value
+    if run_through is not None and scheduled_for <= run_through:
+        return RunTrigger.CATCH_UP.value if backlog == RunTrigger.CATCH_UP.value else RunTrigger.SCHEDULE.value
+    if catch_up is not None and catch_up.caught_up:
+        return RunTrigger.CATCH_UP.value
+    return RunTrigger.SCHEDULE.value
+
+
+_SAVE_BACKLOG = driver.Statement(
+    update(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id"))
+    .values(run_through=bindparam("p_run_through", type_=UTCDateTime()), backlog=bindparam("p_backlog"))
+)
+
+
+def _load_locked(tx: driver.Transaction, schedule_id: str) -> ScheduledJob | None:
+    row = tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id})
+    return _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True))) if row is not None else None
+
+
+def _save_moved_on(tx: driver.Transaction, schedule: ScheduledJob) -> None:
+    values = {f"p_{name}": getattr(schedule, name) for name in _CHAIN_COLUMNS}
+    tx.execute(_SAVE_MOVED_ON, {"p_id": schedule.id, **values})
+
+
+def _pass(tx: driver.Transaction, schedule_id: str, nominal: datetime, now: datetime,
+          gaps: list[tuple[str, Gap]], outcome: str) -> Passed:
+    """Inside a claim that won the fence: record the tick (and any gaps) as not run, move the chain on."""
+    schedule = _load_locked(tx, schedule_id)
+    assert schedule is not None  # the claim's UPDATE just matched it
+    later_gaps: list[tuple[str, Gap]] = []
+    schedule.running_run_id = None
+    schedule.current_repeat += 1
+    schedule.current_retry = 0
+    schedule.updated_at = now
+    schedule.run_through = schedule.backlog = None
+    try:
+        _advance(schedule, max(nominal, now), now, later_gaps)
+    except Exception as exc:
+        invalid.invalidate(schedule, exc)
+    collisions.record_gaps(tx, schedule_id, gaps + later_gaps, now)
+    _save_moved_on(tx, schedule)
+    return Passed(schedule, outcome)
+
+
+def _detach(tx: driver.Transaction, schedule_id: str, nominal: datetime, now: datetime) -> ScheduledJob | None:
+    """overlap allow_all / cancel_other: the run leaves the chain as it starts; the chain's next tick is
+    planned now (a backlog tick, or the next one after now) and its link handed off after the commit."""
+    schedule = _load_locked(tx, schedule_id)
+    if schedule is None:
+        return None
+    schedule.running_run_id = None
+    schedule.current_repeat += 1
+    schedule.current_retry = 0
+    schedule.updated_at = now
+    gaps: list[tuple[str, Gap]] = []
+    try:
+        _advance(schedule, nominal, now, gaps)
+    except Exception as exc:
+        invalid.invalidate(schedule, exc)
+    collisions.record_gaps(tx, schedule_id, gaps, now)
+    _save_moved_on(tx, schedule)
+    return schedule
 
 
 # Compare-and-set on the run; hands back what the schedule's update needs.
@@ -122,19 +255,31 @@ _FINISH_RUN = driver.Statement(
     .where((_RUNS.c.id == bindparam("p_run_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
     .values(status=bindparam("p_status"), finished_at=bindparam("p_finished_at", type_=UTCDateTime()),
             error=bindparam("p_error"))
-    .returning(_RUNS.c.schedule_id, _RUNS.c.scheduled_for, _RUNS.c.started_at,
-               *([_RUNS.c.trigger] if "trigger" in _RUNS.c else []))  # for app.metrics
+    .returning(_RUNS.c.schedule_id, _RUNS.c.scheduled_for, _RUNS.c.started_at, _RUNS.c.trigger)
 )
 _LOAD_SCHEDULE = driver.Statement(select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update())
 # What finishing a run may change; written only while the row still names this run as running.
 _CHAIN_COLUMNS = (
     "status", "current_repeat", "current_retry", "next_run_at", "run_count", "error_count", "last_error",
-    "running_run_id", "updated_at",
+    "running_run_id", "updated_at", "run_through", "backlog",
 )
 _SAVE_CHAIN_STATE = driver.Statement(
     update(_SCHEDULES)
     .where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.running_run_id == bindparam("p_run_id")))
     .values({name: bindparam(f"p_{name}", type_=_SCHEDULES.c[name].type) for name in _CHAIN_COLUMNS})
+)
+# A claim that passes its tick by, or detaches its run: it holds the row (the claim's UPDATE matched it).
+_SAVE_MOVED_ON = driver.Statement(
+    update(_SCHEDULES)
+    .where(_SCHEDULES.c.id == bindparam("p_id"))
+    .values({name: bindparam(f"p_{name}", type_=_SCHEDULES.c[name].type) for name in _CHAIN_COLUMNS})
+)
+# A run outside the chain ended: only the counters and what on_exhausted may change.
+_OUTSIDE_COLUMNS = ("status", "next_run_at", "run_count", "error_count", "last_error", "updated_at")
+_SAVE_OUTSIDE = driver.Statement(
+    update(_SCHEDULES)
+    .where(_SCHEDULES.c.id == bindparam("p_id"))
+    .values({name: bindparam(f"p_{name}", type_=_SCHEDULES.c[name].type) for name in _OUTSIDE_COLUMNS})
 )
 # Only when on_exhausted=pause pauses the schedule: off the path of every other finish.
 _SAVE_PAUSE = driver.Statement(
@@ -156,13 +301,13 @@ def warm_up() -> None:
     statements instead of rendering them again. Each statement runs with parameters that match no row;
     the INSERT is refused by its foreign key, and the transaction is rolled back either way.
     """
-    _end_session_transaction()
+    end_session_transaction()
     nobody = str(uuid.uuid4())  # no such schedule or run (and the width of the ID columns)
     values: dict[str, Any] = {f"p_{name}": None for name in _CHAIN_COLUMNS}
     values.update({
         "p_id": nobody, "p_revision": 0, "p_repeat": 0, "p_retry": 0, "p_run_id": nobody, "p_now": _ANY_TIME,
         "p_scheduled_for": _ANY_TIME, "p_worker": None, "p_status": RunStatus.SUCCEEDED.value,
-        "p_finished_at": _ANY_TIME, "p_error": None,
+        "p_finished_at": _ANY_TIME, "p_error": None, "p_trigger": RunTrigger.SCHEDULE.value,
     })
     with driver.transaction(db.engine) as tx:
         try:
@@ -193,7 +338,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
     its horse die, or the reconciler that found it lost) applies the outcome; the others get None.
     Returns the schedule as committed, detached from the session (a snapshot to hand off from).
     """
-    _end_session_transaction()
+    end_session_transaction()
     with driver.transaction(db.engine) as tx:  # commits at the end of the block, rolls back on an exception
         finished = tx.first(_FINISH_RUN, {
             "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
@@ -201,25 +346,58 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
         if finished is None:
             tx.rollback()
             return None
-        schedule_id, nominal = finished[:2]
-        tx.after_commit.append(lambda: metrics.run_finished(
-            status.value, finished[3] if len(finished) > 3 else None, finished[2], now))
+        schedule_id, nominal, _started, trigger = finished
+        tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, finished[2], now))
         row = tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id})
         if row is None:  # deleted: keep the run's record, touch nothing else
             return None
         schedule = _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
-        if schedule.running_run_id != run_id:  # already written off: keep the run's record, nothing else
-            return None
+        if schedule.running_run_id != run_id:
+            # A run outside the chain (manual, backfill, a detached tick), or a chain run already written
+            # off (whose record was finished first, so it never gets here).
+            return _finish_outside(tx, schedule, status, error, trigger, now)
         paused = False
+        gaps: list[tuple[str, Gap]] = []
         try:
-            paused = _apply_outcome(schedule, status, error, nominal, now)
+            paused = _apply_outcome(schedule, status, error, nominal, now, gaps)
         except Exception as exc:  # its next tick cannot be planned: the run keeps its outcome, the chain stops
             invalid.invalidate(schedule, exc)
         values = {f"p_{name}": getattr(schedule, name) for name in _CHAIN_COLUMNS}
         tx.execute(_SAVE_CHAIN_STATE, {"p_id": schedule_id, "p_run_id": run_id, **values})
+        if gaps:
+            collisions.record_gaps(tx, schedule_id, gaps, now)
         if paused:
             _save_pause(tx, schedule, now)
     return schedule
+
+
+def _finish_outside(tx: driver.Transaction, schedule: ScheduledJob, status: RunStatus, error: str | None,
+                    trigger: str, now: datetime) -> ScheduledJob | None:
+    """The outcome of a run that does not hold the chain. A manual or backfill run changes nothing of its
+    schedule (it does not count against total_repeats). A tick run detached by overlap allow_all or
+    cancel_other counts as a tick does, and with no retry (the chain has moved on) a failure is the tick's
+    last: on_exhausted decides. Returns the row only when it stopped (the caller then withdraws its link)."""
+    if trigger in (RunTrigger.MANUAL.value, RunTrigger.BACKFILL.value):
+        return None
+    if schedule.status != ScheduleStatus.ACTIVE.value:
+        return None
+    schedule.updated_at = now
+    paused = False
+    if status is RunStatus.SUCCEEDED:
+        schedule.run_count += 1
+        schedule.last_error = None
+        if schedule.total_repeats and schedule.run_count >= schedule.total_repeats:
+            _finish(schedule, ScheduleStatus.DONE)
+    elif status is not RunStatus.SKIPPED:
+        schedule.error_count += 1
+        schedule.last_error = error
+        if schedule.on_exhausted != OnExhausted.CONTINUE.value:
+            paused = _exhausted(schedule, error, schedule.next_run_at or now, now)
+    values = {f"p_{name}": getattr(schedule, name) for name in _OUTSIDE_COLUMNS}
+    tx.execute(_SAVE_OUTSIDE, {"p_id": schedule.id, **values})
+    if paused:
+        _save_pause(tx, schedule, now)
+    return schedule if schedule.status != ScheduleStatus.ACTIVE.value else None
 
 
 def _save_pause(tx: driver.Transaction, schedule: ScheduledJob, now: datetime) -> None:
@@ -229,7 +407,7 @@ def _save_pause(tx: driver.Transaction, schedule: ScheduledJob, now: datetime) -
 
 
 def _apply_outcome(schedule: ScheduledJob, status: RunStatus, error: str | None, nominal: datetime,
-                   now: datetime) -> bool:
+                   now: datetime, gaps: list[tuple[str, Gap]]) -> bool:
     """Advance the schedule (in memory) by the outcome; True when on_exhausted=pause paused it."""
     schedule.running_run_id = None
     schedule.updated_at = now
@@ -238,7 +416,7 @@ def _apply_outcome(schedule: ScheduledJob, status: RunStatus, error: str | None,
         # chain moves on to the next tick (current_repeat counts ticks; run_count counts successes).
         schedule.current_repeat += 1
         schedule.current_retry = 0
-        _advance(schedule, nominal, now)
+        _advance(schedule, nominal, now, gaps)
     elif status is RunStatus.SUCCEEDED:
         schedule.run_count += 1
         schedule.current_repeat += 1
@@ -247,26 +425,27 @@ def _apply_outcome(schedule: ScheduledJob, status: RunStatus, error: str | None,
         if schedule.total_repeats and schedule.run_count >= schedule.total_repeats:
             _finish(schedule, ScheduleStatus.DONE)
         else:
-            _advance(schedule, nominal, now)
+            _advance(schedule, nominal, now, gaps)
     else:
         schedule.error_count += 1
         schedule.last_error = error
         schedule.current_retry += 1
         if schedule.current_retry > schedule.max_retries:
-            return _exhausted(schedule, error, nominal, now)
+            return _exhausted(schedule, error, nominal, now, gaps)
         if schedule.status == ScheduleStatus.ACTIVE.value:
             schedule.next_run_at = planning.retry_at(schedule, nominal, now)
     return False
 
 
-def _exhausted(schedule: ScheduledJob, error: str | None, nominal: datetime, now: datetime) -> bool:
+def _exhausted(schedule: ScheduledJob, error: str | None, nominal: datetime, now: datetime,
+               gaps: list[tuple[str, Gap]] | None = None) -> bool:
     """The tick failed with no retry left: the schedule's on_exhausted decides. True when it paused."""
     policy = schedule.on_exhausted
     if policy == OnExhausted.CONTINUE.value:
         # The tick is given up (its last run stays failed): on to the next tick, as a skipped one goes.
         schedule.current_repeat += 1
         schedule.current_retry = 0
-        _advance(schedule, nominal, now)
+        _advance(schedule, nominal, now, gaps if gaps is not None else [])
         return False
     if policy == OnExhausted.PAUSE.value:
         if schedule.status != ScheduleStatus.ACTIVE.value:  # paused by a caller meanwhile: their note stands
@@ -281,16 +460,43 @@ def _exhausted(schedule: ScheduledJob, error: str | None, nominal: datetime, now
     return False
 
 
-def _advance(schedule: ScheduledJob, after_nominal: datetime, now: datetime) -> None:
-    """Plan the next tick; a paused schedule keeps no next time, a schedule with no more ticks is done."""
+def _advance(schedule: ScheduledJob, after_nominal: datetime, now: datetime, gaps: list[tuple[str, Gap]]) -> None:
+    """Plan the next tick; a paused schedule keeps no next time, a schedule with no more ticks is done.
+
+    A backlog (catch_up=all, overlap=buffer_*) goes on to its next tick. Otherwise ticks that came due
+    while the run was going are the overlap policy's: skipped (recorded in `gaps`) or buffered.
+    """
     if schedule.status != ScheduleStatus.ACTIVE.value:
         schedule.next_run_at = None
         return
-    following = planning.next_nominal(schedule, after_nominal, now)
+    spec = planning.spec_of(schedule)
+    following = spec.next_after(after_nominal)
     if following is None:
         _finish(schedule, ScheduleStatus.DONE)
-    else:
+        return
+    if schedule.run_through is not None and following <= schedule.run_through:
         schedule.next_run_at = following
+        return
+    # Ticks that came due while catch_up=all worked through a backlog are part of the catch-up.
+    catching_up = schedule.backlog == RunTrigger.CATCH_UP.value and schedule.catch_up == CatchUpPolicy.ALL
+    schedule.run_through = schedule.backlog = None
+    if following > now:  # the common case: nothing came due meanwhile
+        schedule.next_run_at = following
+        return
+    limit = schedule.catch_up_limit or 1
+    passed = policies.due_ticks(spec.next_after, following, now, keep=limit)
+    decision = policies.decide_after_run(passed, OverlapPolicy.BUFFER_ALL if catching_up else schedule.overlap, limit)
+    gaps.extend(("catch_up_limit", gap) if catching_up else (reason, gap) for reason, gap in decision.skipped)
+    if decision.next_tick is not None:
+        schedule.next_run_at = decision.next_tick
+        schedule.run_through = decision.run_through
+        schedule.backlog = RunTrigger.CATCH_UP.value if catching_up else "buffer"
+        return
+    upcoming = spec.next_after(now)
+    if upcoming is None:
+        _finish(schedule, ScheduleStatus.DONE)
+    else:
+        schedule.next_run_at = upcoming
 
 
 def _finish(schedule: ScheduledJob, status: ScheduleStatus) -> None:

@@ -10,13 +10,14 @@ from marshmallow import ValidationError
 from werkzeug.datastructures import MultiDict
 
 from app.api.errors import _flatten
-from app.api.schemas import ScheduleIn, schedule_out
+from app.api.schemas import BackfillIn, ScheduleIn, schedule_out
 
 KINDS = ("cron", "every", "interval_seconds", "rrule", "at")
 _TEXT = ("name", "key", "description", "timezone", "start_at", "end_at", "only_between", "anchor_date",
          "on_exhausted")
 _INTEGERS = ("workflow_id", "total_repeats", "max_retries", "timeout_seconds", "jitter_seconds")
 _SCHEMA = ScheduleIn()
+_BACKFILL = BackfillIn()
 
 
 def body_from_form(form: MultiDict[str, str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
@@ -61,6 +62,15 @@ def validated(body: dict[str, Any], partial: bool = False) -> tuple[dict[str, An
     """The body loaded by the API's schema, or its errors by field."""
     try:
         return _SCHEMA.load(body, partial=partial), {}
+    except ValidationError as exc:
+        messages = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
+        return {}, _flatten(messages)
+
+
+def validated_backfill(values: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """A backfill's range, checked by the API's own BackfillIn."""
+    try:
+        return _BACKFILL.load({"start": values["start"].strip(), "end": values["end"].strip()}), {}
     except ValidationError as exc:
         messages = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
         return {}, _flatten(messages)

@@ -11,7 +11,7 @@ from flask import Blueprint, Response, abort, flash, g, redirect, render_templat
 from redis.exceptions import RedisError
 from werkzeug.wrappers import Response as BaseResponse
 
-from app import clock, schedules
+from app import clock, extra_runs, history, schedules
 from app.api import views as api_views
 from app.api.schemas import iso
 from app.auth.scope import caller
@@ -130,7 +130,7 @@ def schedule_page(schedule_id: str) -> Page:
     workflow = db.session.get(Workflow, schedule.workflow_id)
     return render_template("schedule.html", s=schedule, description=_description(schedule), upcoming=upcoming,
                            runs=runs, total=total, page=page, pages=max(1, -(-total // PAGE)),
-                           chart=chart.timeline(points), workflow=workflow)
+                           chart=chart.timeline(points), workflow=workflow, stats=history.stats(schedule))
 
 
 @console.route("/schedules/new", methods=["GET", "POST"])
@@ -217,6 +217,49 @@ def _act(schedule_id: str, done: str, call: Any, *args: Any) -> BaseResponse:
     _, errors = _serviced(call, schedule.id, *args)
     flash("; ".join(m for ms in errors.values() for m in ms) if errors else done)
     return redirect(url_for("console.schedule_page", schedule_id=schedule.id))
+
+
+@console.post("/schedules/<schedule_id>/trigger")
+@session.signed_in
+def schedule_trigger(schedule_id: str) -> BaseResponse:
+    schedule = _owned(schedule_id)
+    try:
+        run = extra_runs.trigger(schedule, caller().id, clock.utcnow())
+        flash(f"Triggered: run {run.run_id} starts now.")
+    except RedisError:
+        db.session.rollback()
+        flash("Redis is unreachable; nothing was started. Try again.")
+    return redirect(url_for("console.schedule_page", schedule_id=schedule.id))
+
+
+@console.route("/schedules/<schedule_id>/backfill", methods=["GET", "POST"])
+@session.signed_in
+def schedule_backfill(schedule_id: str) -> Page:
+    """First the list of nominal times (a dry run), then, confirmed, the backfill itself."""
+    schedule = _owned(schedule_id)
+    values = {"start": request.form.get("start", ""), "end": request.form.get("end", "")}
+    errors: dict[str, list[str]] = {}
+    times: list[datetime] | None = None
+    if request.method == "POST":
+        data, errors = forms.validated_backfill(values)
+        if not errors:
+            try:
+                times = extra_runs.backfill_times(schedule, data["start"], data["end"])
+            except extra_runs.TooMany:
+                errors = {"end": [f"more than {extra_runs.MAX_BACKFILL_TIMES} nominal times; backfill in parts."]}
+            except Exception as exc:
+                errors = {"_schema": [f"The schedule's timing is invalid: {exc}"]}
+        if not errors and times and request.form.get("confirm"):
+            try:
+                extra_runs.start_backfill(schedule, data["start"], data["end"], times, None, clock.utcnow())
+            except RedisError:
+                db.session.rollback()
+                errors = {"_schema": ["Redis is unreachable; nothing was started. Try again."]}
+            else:
+                flash(f"Backfill of {len(times)} runs started.")
+                return redirect(url_for("console.schedule_page", schedule_id=schedule.id))
+    page = render_template("backfill.html", s=schedule, v=values, errors=errors, times=times)
+    return (page, 422) if errors else page
 
 
 @console.route("/schedules/<schedule_id>/delete", methods=["GET", "POST"])

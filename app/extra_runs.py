@@ -1,0 +1,110 @@
+"""Runs a caller asks for outside the chain: trigger now, and backfill a range of nominal times.
+
+The service behind the API's and the console's trigger and backfill (app.chain.outside carries them out).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from app.chain import outside, planning
+from app.extensions import db
+from app.models import Backfill, Run, RunStatus, RunTrigger, ScheduledJob, TriggerRequest
+from app.policies import ticks_between
+
+MAX_BACKFILL_TIMES = 1000
+
+
+class KeyReused(Exception):
+    """An Idempotency-Key this owner already used for another schedule."""
+
+
+class TooMany(Exception):
+    """A backfill range with more nominal times than MAX_BACKFILL_TIMES."""
+
+
+@dataclass(frozen=True)
+class Triggered:
+    run_id: str
+    scheduled_for: datetime
+
+
+def trigger(schedule: ScheduledJob, owner_id: int, now: datetime, overlap: str | None = None,
+            key: str | None = None) -> Triggered:
+    """Start one manual run now. With `key`, a repeat of the request gets the first answer and starts
+    nothing more; the run's ID comes from the key, so a first answer whose process died before enqueueing
+    is enqueued again (a second start of one run ID is a no-op)."""
+    if key is None:
+        run_id = str(uuid.uuid4())
+    else:
+        first = _first(owner_id, key, schedule)
+        if first is not None:
+            return first
+        run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"recur-trigger:{owner_id}:{key}"))
+        db.session.add(TriggerRequest(owner_id=owner_id, idempotency_key=key, schedule_id=schedule.id,
+                                      run_id=run_id, scheduled_for=now, created_at=now))
+        try:
+            db.session.commit()
+        except IntegrityError:  # the same key, at the same moment, from another request: its answer stands
+            db.session.rollback()
+            first = _first(owner_id, key, schedule)
+            if first is None:
+                raise
+            return first
+    outside.enqueue(schedule.id, run_id, now, RunTrigger.MANUAL.value, overlap, schedule.timeout_seconds)
+    return Triggered(run_id, now)
+
+
+def _first(owner_id: int, key: str, schedule: ScheduledJob) -> Triggered | None:
+    first = db.session.scalar(select(TriggerRequest).where(
+        (TriggerRequest.owner_id == owner_id) & (TriggerRequest.idempotency_key == key)))
+    if first is None:
+        return None
+    if first.schedule_id != schedule.id:
+        raise KeyReused(key)
+    if db.session.get(Run, first.run_id) is None:
+        outside.enqueue(schedule.id, first.run_id, first.scheduled_for, RunTrigger.MANUAL.value, None,
+                        schedule.timeout_seconds)
+    return Triggered(first.run_id, first.scheduled_for)
+
+
+def backfill_times(schedule: ScheduledJob, start: datetime, end: datetime) -> list[datetime]:
+    """Every nominal time of the schedule's timing in [start, end), in order. Raises TooMany past
+    MAX_BACKFILL_TIMES, and the timing's own error if it no longer builds."""
+    spec = planning.spec_of(schedule)
+    first = spec.next_after(start - timedelta(microseconds=1))
+    if first is None or first >= end:
+        return []
+    times = [first, *ticks_between(spec.next_after, first, end, limit=MAX_BACKFILL_TIMES, inclusive_end=False)]
+    if len(times) > MAX_BACKFILL_TIMES:
+        raise TooMany(len(times))
+    return times
+
+
+def start_backfill(schedule: ScheduledJob, start: datetime, end: datetime, times: list[datetime],
+                   overlap: str | None, now: datetime) -> Backfill:
+    backfill = Backfill(schedule_id=schedule.id, start_at=start, end_at=end, overlap=overlap,
+                        times=[t.isoformat() for t in times], total=len(times), started=0, status="running",
+                        created_at=now)
+    db.session.add(backfill)
+    db.session.commit()
+    outside.start_backfill(backfill.id)
+    return backfill
+
+
+def backfill_done(backfill: Backfill) -> int:
+    """How many of its runs have ended (or were skipped)."""
+    return int(db.session.scalar(select(func.count()).select_from(Run).where(
+        (Run.backfill_id == backfill.id) & (Run.status != RunStatus.RUNNING.value))) or 0)
+
+
+def cancel_backfill(backfill: Backfill, now: datetime) -> None:
+    if backfill.status == "running":
+        backfill.status = "cancelled"
+        backfill.finished_at = now
+        db.session.commit()
