@@ -9,9 +9,10 @@ from app import clock
 from app.api.contract import documented
 from app.api.schemas import BreakerOut, dump
 from app.api.views import _workflow_or_404, api
-from app.chain import breaker, driver
 from app.extensions import db
 from app.models import BreakerTransition, Workflow
+from app.notify.outbox import EventType, emit_in_session
+from app.policies import breaker as policy
 
 
 def _breaker_out(workflow: Workflow) -> dict[str, object]:
@@ -37,9 +38,17 @@ def get_breaker(workflow_id: int) -> Response:
 @documented(summary="Close a workflow's circuit breaker by hand", answer=BreakerOut, errors=[404])
 def reset_breaker(workflow_id: int) -> Response:
     """Recorded in the history with who did it (the owner and the token's name)."""
-    workflow = _workflow_or_404(workflow_id)
-    db.session.rollback()
+    workflow = _workflow_or_404(workflow_id, for_update=True)
     by = f"{g.owner.name} (token {g.token.name})" if g.get("token") is not None else g.owner.name
-    with driver.transaction(db.engine) as tx:
-        breaker.reset(tx, workflow.id, by, clock.utcnow())
-    return jsonify(_breaker_out(_workflow_or_404(workflow_id)))
+    now = clock.utcnow()
+    # Recorded even when it was closed already: an operator's action belongs in the history.
+    db.session.add(BreakerTransition(workflow_id=workflow.id, from_state=workflow.breaker_state,
+                                     to_state=policy.CLOSED, at=now, reason="reset by hand", by=by))
+    if workflow.breaker_state != policy.CLOSED:
+        emit_in_session(workflow.owner_id, EventType.BREAKER_CLOSED.value, {
+            "workflow_id": workflow.id, "workflow_name": workflow.name, "from": workflow.breaker_state,
+            "to": policy.CLOSED, "reason": "reset by hand", "failures": 0}, now)
+    workflow.breaker_state, workflow.breaker_failures = policy.CLOSED, 0
+    workflow.breaker_opened_at = workflow.breaker_probe_run_id = None
+    db.session.commit()
+    return jsonify(_breaker_out(workflow))

@@ -73,13 +73,3 @@ def record(tx: driver.Transaction, workflow_id: int, run_id: str, succeeded: boo
     after, transition = policy.record(current, threshold, run_id, succeeded, now)
     if after != current:
         _save(tx, workflow_id, owner_id, name, after, transition, now)
-
-
-def reset(tx: driver.Transaction, workflow_id: int, by: str, now: datetime) -> None:
-    """Close it by hand (POST /workflows/{id}/breaker/reset/), recorded with who did it."""
-    row = tx.first(_LOAD, {"p_id": workflow_id})
-    if row is None:
-        return
-    _threshold, _reset, state, _failures, _opened, _probe, owner_id, name = row
-    transition = policy.Transition(state, policy.CLOSED, "reset by hand") if state != policy.CLOSED else None
-    _save(tx, workflow_id, owner_id, name, policy.Breaker(policy.CLOSED, 0, None, None), transition, now, by)
