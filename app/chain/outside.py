@@ -195,6 +195,7 @@ def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overl
                         tx.rollback()
                         return "wait"
                     return _record_skipped(tx, values, "concurrency", f"its workflow had {limit} runs going")
+                values["p_now"] = max(now, clock.utcnow())  # the slot is ours from here (see state.claim_tick)
             if threshold is not None:
                 why = breaker.admit(tx, workflow_id, run_id, now)
                 if why is not None:

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app import metrics, policies
+from app import clock, metrics, policies
 from app.auth import audit
 from app.chain import breaker, collisions, driver, invalid, late, notices, planning
 from app.extensions import db
@@ -170,6 +170,10 @@ def claim_tick(
                     return Wait(f"its workflow has {limit} runs going")
                 gap = [("concurrency", Gap(nominal, nominal, 1))]
                 return _pass(tx, schedule_id, nominal, now, gap, RunStatus.SKIPPED.value)
+            # The slot is ours from here (the workflow's row is locked): the run starts now, not when the
+            # link read the clock before waiting for the lock, so no run's recorded span overlaps the end of
+            # the run whose slot it took.
+            values["p_now"] = now = max(now, clock.utcnow())
         if breaker_threshold is not None:  # locks the workflow's row: one probe across every worker
             why = breaker.admit(tx, workflow_id, run_id, now)
             if why is not None:
