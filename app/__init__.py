@@ -35,9 +35,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     load_task_modules(app.config["RECUR_TASK_MODULES"])
 
     from app import cli, console, metrics
-    from app.api import contract, errors, owners, tasks, triggers, views  # noqa: F401  (they add routes to it)
+    from app.api import breaker, contract, errors, owners, tasks, triggers, views, webhooks  # noqa: F401
     from app.auth import cli as auth_cli
     from app.auth import guard
+    from app.notify import models as notify_models  # noqa: F401  (registers the tables)
 
     errors.init_app(app)
     guard.protect(app, views.api)

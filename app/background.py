@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app import clock, metrics
 from app.chain.mover import Mover
 from app.extensions import db, get_queue, get_redis
+from app.notify import watch
 from app.recovery import reconcile
 
 log = logging.getLogger(__name__)
@@ -140,4 +141,8 @@ def background_process_main(app: Flask, parent_pid: int) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     get_redis(app).connection_pool.reset()
-    run_background(app, stop, parent_pid)
+    watching = watch.start_thread(app)  # webhooks and late schedules, beside the mover: never in its way
+    try:
+        run_background(app, stop, parent_pid)
+    finally:
+        watching.set()

@@ -44,6 +44,14 @@ class Settings:
     # Secure unless RECUR_SECURE_COOKIES=0 (browsers accept Secure cookies from http://localhost).
     RECUR_SECRET_KEY: str | None = None
     RECUR_SECURE_COOKIES: bool = True
+    # Webhooks (app.notify): hosts allowed although they resolve to internal addresses (comma separated),
+    # the timeout of one delivery, and the backoff between attempts (doubling from BACKOFF up to MAX).
+    RECUR_WEBHOOK_ALLOW_HOSTS: str = ""
+    RECUR_WEBHOOK_TIMEOUT_SECONDS: float = 10.0
+    RECUR_WEBHOOK_BACKOFF_SECONDS: float = 5.0
+    RECUR_WEBHOOK_BACKOFF_MAX_SECONDS: float = 3600.0
+    # How often every process looks for due deliveries and (one process at a time) for late schedules.
+    RECUR_WATCH_SECONDS: float = 1.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -67,6 +75,14 @@ class Settings:
             RECUR_SECRET_KEY=os.environ.get("RECUR_SECRET_KEY") or None,
             RECUR_SECURE_COOKIES=os.environ.get("RECUR_SECURE_COOKIES", "1").strip().lower()
             not in ("0", "false", "no", "off"),
+            RECUR_WEBHOOK_ALLOW_HOSTS=os.environ.get("RECUR_WEBHOOK_ALLOW_HOSTS", ""),
+            RECUR_WEBHOOK_TIMEOUT_SECONDS=_float("RECUR_WEBHOOK_TIMEOUT_SECONDS",
+                                                 defaults.RECUR_WEBHOOK_TIMEOUT_SECONDS),
+            RECUR_WEBHOOK_BACKOFF_SECONDS=_float("RECUR_WEBHOOK_BACKOFF_SECONDS",
+                                                 defaults.RECUR_WEBHOOK_BACKOFF_SECONDS),
+            RECUR_WEBHOOK_BACKOFF_MAX_SECONDS=_float("RECUR_WEBHOOK_BACKOFF_MAX_SECONDS",
+                                                     defaults.RECUR_WEBHOOK_BACKOFF_MAX_SECONDS),
+            RECUR_WATCH_SECONDS=_float("RECUR_WATCH_SECONDS", defaults.RECUR_WATCH_SECONDS),
         )
 
     def as_flask_config(self) -> dict[str, object]:

@@ -94,6 +94,22 @@ class StateCollector(Collector):
             schedules.add_metric([status], count)
         yield schedules
 
+        from app.models import Workflow
+
+        breakers = GaugeMetricFamily("recur_breaker_state", "1 for the state each workflow's circuit breaker is in "
+                                     "(workflows with a breaker only).", labels=["workflow", "state"])
+        for name, state in db.session.execute(select(Workflow.name, Workflow.breaker_state)
+                                              .where(Workflow.breaker_threshold.is_not(None))).all():
+            for each in ("closed", "open", "half_open"):
+                breakers.add_metric([name, each], 1 if state == each else 0)
+        db.session.rollback()
+        yield breakers
+        alerts = GaugeMetricFamily("recur_schedules_late", "Schedules whose missed-run alert has fired.")
+        alerts.add_metric([], db.session.scalar(select(func.count()).select_from(ScheduledJob)
+                                                .where(ScheduledJob.health == "late")) or 0)
+        db.session.rollback()
+        yield alerts
+
         queue = get_queue(self.app)
         depth = GaugeMetricFamily("recur_queue_depth", "Links waiting in the RQ queue for a worker.", labels=["queue"])
         depth.add_metric([queue.name], queue.count)

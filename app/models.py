@@ -107,6 +107,13 @@ class Workflow(db.Model):  # type: ignore[name-defined,misc]
     max_concurrent_runs: Mapped[int | None] = mapped_column(Integer, nullable=True)
     concurrency_policy: Mapped[str] = mapped_column(String(16), default=ConcurrencyPolicy.WAIT.value,
                                                     server_default=ConcurrencyPolicy.WAIT.value)
+    # Circuit breaker (app.policies.breaker): off while breaker_threshold is NULL.
+    breaker_threshold: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    breaker_reset_seconds: Mapped[int] = mapped_column(Integer, default=300, server_default="300")
+    breaker_state: Mapped[str] = mapped_column(String(16), default="closed", server_default="closed")
+    breaker_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    breaker_opened_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    breaker_probe_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
 
 
 class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
@@ -158,6 +165,11 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     jitter_seconds: Mapped[int] = mapped_column(Integer, default=0)
     on_exhausted: Mapped[str] = mapped_column(String(16), default=OnExhausted.DEAD.value,
                                               server_default=OnExhausted.DEAD.value)
+    # Missed-run alerts (app.notify.alerts): `late` once the expected tick has not succeeded within
+    # alert_after_seconds (NULL: no alert), `ok` again at the next success.
+    alert_after_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    health: Mapped[str] = mapped_column(String(8), default="ok", server_default="ok")
+    late_since: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # Why and when the schedule was paused (by a caller, or by on_exhausted=pause); cleared on resume.
     pause_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
@@ -226,6 +238,20 @@ class Run(db.Model):  # type: ignore[name-defined,misc]
     reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
     ticks: Mapped[int | None] = mapped_column(Integer, nullable=True)
     backfill_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+
+
+class BreakerTransition(db.Model):  # type: ignore[name-defined,misc]
+    """The append-only history of a workflow's circuit breaker."""
+
+    __tablename__ = "breaker_transitions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"), index=True)
+    from_state: Mapped[str] = mapped_column(String(16))
+    to_state: Mapped[str] = mapped_column(String(16))
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    reason: Mapped[str] = mapped_column(Text)
+    by: Mapped[str] = mapped_column(String(200))  # "system", or the owner (and token) who reset it
 
 
 class Backfill(db.Model):  # type: ignore[name-defined,misc]

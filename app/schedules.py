@@ -15,6 +15,7 @@ from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw
 from app.clock import ceil_second
 from app.extensions import db, get_redis
 from app.models import OnExhausted, Run, ScheduledJob, ScheduleStatus, Workflow
+from app.notify import outbox
 from app.policies import CatchUpPolicy, OverlapPolicy
 
 # Request fields that set the timing columns, and the columns they set.
@@ -24,7 +25,7 @@ _CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between
 _PLAIN_COLUMNS = (
     "name", "key", "description", "workflow_id", "owner_id", "trigger_node_id", "total_repeats", "max_retries",
     "timeout_seconds", "trigger_payload", "on_exhausted", "catch_up", "catch_up_window_seconds", "catch_up_limit",
-    "overlap",
+    "overlap", "alert_after_seconds",
 )
 
 
@@ -189,6 +190,9 @@ def pause(schedule_id: str, now: datetime, note: str | None = None) -> Scheduled
     schedule.revision += 1
     schedule.updated_at = now
     audit.record(schedule.id, schedule.owner_id, "pause", now, {"pause_note": note} if note else None)
+    outbox.emit_in_session(schedule.owner_id, outbox.EventType.SCHEDULE_PAUSED.value, {
+        "schedule_id": schedule.id, "schedule_name": schedule.name, "status": schedule.status, "from": "active",
+        "pause_note": note}, now)
     db.session.commit()
     withdraw(schedule)
     return schedule
@@ -209,6 +213,7 @@ def resume(schedule_id: str, now: datetime) -> ScheduledJob:
     schedule.updated_at = now
     audit.record(schedule.id, schedule.owner_id, "resume", now)
     get_redis().ping()
+    schedule.health, schedule.late_since = "ok", None  # a new tick: the alert starts over
     db.session.commit()
     hand_off_or_leave_to_recovery(schedule)
     return schedule

@@ -190,8 +190,9 @@ def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
             ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs)
             assert max(ticks.values()) == 1, ticks
             assert all(r["status"] in ("succeeded", "running") for r in runs), runs
-            # the first ticks come due before the workers are up: caught up by the latest, never lost
-            assert all(r["status"] == "missed" and r["reason"] == "catch_up_skip" for r in rows if r["reason"])
+            # ticks that came due before the workers were up (or while a slow first run went on) are rows of
+            # their own, missed or skipped, never silently lost
+            assert all(r["status"] in ("missed", "skipped") and r["ticks"] >= 1 for r in rows if r["reason"])
         pending = Counter(link.rsplit("-n", 1)[0] for link in _pending_links(stack.env["REDIS_URL"]))
         assert max(pending.values()) == 1  # never two pending links for one schedule
         assert all(w.alive() for w in workers)

@@ -26,6 +26,9 @@ MAX_RETRIES = 1000
 MAX_AFTER_SECONDS = timing.MAX_INTERVAL_SECONDS  # ten years, like the longest interval
 MAX_OFFSET = INT_MAX
 MAX_CONCURRENT_RUNS = 10_000
+MAX_BREAKER_THRESHOLD = 1000
+MAX_BREAKER_RESET_SECONDS = 7 * 86400
+MAX_ALERT_AFTER_SECONDS = 366 * 86400
 
 
 
@@ -68,6 +71,8 @@ class WorkflowIn(Schema):
     task = fields.String(required=True, validate=validate.Length(min=1, max=200))
     max_concurrent_runs = _int(1, MAX_CONCURRENT_RUNS, allow_none=True)  # null: no limit
     concurrency_policy = fields.String(validate=validate.OneOf([p.value for p in ConcurrencyPolicy]))
+    breaker_threshold = _int(1, MAX_BREAKER_THRESHOLD, allow_none=True)  # null: no breaker
+    breaker_reset_seconds = _int(1, MAX_BREAKER_RESET_SECONDS)
 
 
 class TimingIn(Schema):
@@ -131,6 +136,7 @@ class ScheduleIn(TimingIn):
     catch_up_window_seconds = _int(1, INT_MAX, allow_none=True)  # null: no window
     catch_up_limit = _int(1, MAX_CATCH_UP_LIMIT)
     overlap = fields.String(validate=validate.OneOf([p.value for p in OverlapPolicy]))
+    alert_after_seconds = _int(1, MAX_ALERT_AFTER_SECONDS, allow_none=True)  # null: no missed-run alert
 
 
 class PauseIn(Schema):
@@ -232,6 +238,9 @@ class WorkflowOut(Schema):
     owner_id = _out(fields.Integer())
     max_concurrent_runs = _out(fields.Integer(allow_none=True))
     concurrency_policy = _out(fields.String())
+    breaker_threshold = _out(fields.Integer(allow_none=True))
+    breaker_reset_seconds = _out(fields.Integer())
+    breaker_state = _out(fields.String())
     created_at = _out(Iso())
 
 
@@ -264,6 +273,9 @@ class ScheduleOut(Schema):
     catch_up_window_seconds = _out(fields.Integer(allow_none=True))
     catch_up_limit = _out(fields.Integer())
     overlap = _out(fields.String())
+    alert_after_seconds = _out(fields.Integer(allow_none=True))
+    health = _out(fields.String())
+    late_since = _out(Iso(allow_none=True))
     status = _out(fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus])))
     pause_note = _out(fields.String(allow_none=True))
     paused_at = _out(Iso(allow_none=True))
@@ -494,3 +506,75 @@ def token_out(token: Any, secret: str | None = None) -> dict[str, Any]:
 
 def event_out(event: Any) -> dict[str, Any]:
     return dump(EventOut, event)
+
+
+class BreakerTransitionOut(Schema):
+    from_state = _out(fields.String(data_key="from"))
+    to_state = _out(fields.String(data_key="to"))
+    at = _out(Iso())
+    reason = _out(fields.String())
+    by = _out(fields.String())
+
+
+class BreakerOut(Schema):
+    workflow_id = _out(fields.Integer())
+    enabled = _out(fields.Boolean())
+    threshold = _out(fields.Integer(allow_none=True))
+    reset_seconds = _out(fields.Integer())
+    state = _out(fields.String())
+    consecutive_failures = _out(fields.Integer())
+    opened_at = _out(Iso(allow_none=True))
+    probe_run_id = _out(fields.String(allow_none=True))
+    history = _out(fields.List(fields.Nested(BreakerTransitionOut)))
+
+
+EVENT_TYPES = [
+    "run.failed", "run.timed_out", "run.succeeded", "schedule.dead", "schedule.paused", "schedule.done",
+    "schedule.missed", "schedule.recovered", "breaker.opened", "breaker.closed",
+]
+
+
+class WebhookIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    url = fields.String(required=True, validate=validate.Length(min=1, max=2000))
+    event_types = fields.List(fields.String(validate=validate.OneOf(EVENT_TYPES)), required=True,
+                              validate=validate.Length(min=1, max=len(EVENT_TYPES)))
+    secret = fields.String(allow_none=True, validate=validate.Length(min=10, max=200),
+                           metadata={"description": "whsec_ + base64 of 16 to 64 bytes; made for you if left out"})
+
+
+class WebhookOut(Schema):
+    id = _out(fields.Integer())
+    owner_id = _out(fields.Integer())
+    url = _out(fields.String())
+    event_types = _out(fields.List(fields.String()))
+    created_at = _out(Iso())
+
+
+class WebhookCreatedOut(WebhookOut):
+    """The answer that made a webhook: the only one that shows its signing secret."""
+
+    secret = _out(fields.String())
+
+
+class WebhookPage(Schema):
+    items = _out(fields.List(fields.Nested(WebhookOut)))
+    total = _out(fields.Integer())
+
+
+class DeliveryAttemptOut(Schema):
+    event_id = _out(fields.String())
+    event_type = _out(fields.String())
+    attempt = _out(fields.Integer())
+    at = _out(Iso())
+    status_code = _out(fields.Integer(allow_none=True))
+    duration_ms = _out(fields.Integer())
+    error = _out(fields.String(allow_none=True))
+
+
+class DeliveryAttemptPage(Schema):
+    items = _out(fields.List(fields.Nested(DeliveryAttemptOut)))
+    total = _out(fields.Integer())
+    pending = _out(fields.Integer())

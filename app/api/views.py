@@ -196,9 +196,9 @@ def list_workflows() -> Response:
     return jsonify({"items": [workflow_out(w) for w in rows], "total": total})
 
 
-def _workflow_or_404(workflow_id: int) -> Workflow:
+def _workflow_or_404(workflow_id: int, for_update: bool = False) -> Workflow:
     # IDs beyond INTEGER's range name no workflow, and the databases refuse to compare with them
-    workflow = get_owned(Workflow, workflow_id) if workflow_id <= INT_MAX else None
+    workflow = get_owned(Workflow, workflow_id, for_update) if workflow_id <= INT_MAX else None
     if workflow is None:
         raise not_found("workflow", workflow_id)
     return workflow

@@ -36,6 +36,7 @@ _RECORD_GAP = driver.Statement(insert(_RUNS).values(
 _STATUS_OF_REASON = {
     "catch_up_skip": RunStatus.MISSED, "catch_up_window": RunStatus.MISSED, "catch_up_limit": RunStatus.MISSED,
     "overlap": RunStatus.SKIPPED, "overlap_limit": RunStatus.SKIPPED, "concurrency": RunStatus.SKIPPED,
+    "breaker": RunStatus.SKIPPED,
 }
 
 

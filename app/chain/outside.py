@@ -23,7 +23,7 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app import clock, logs, metrics
-from app.chain import collisions, driver, state
+from app.chain import breaker, collisions, driver, state
 from app.chain.leases import Lease
 from app.extensions import db, get_queue, get_redis
 from app.models import Backfill, ConcurrencyPolicy, Run, RunStatus, RunTrigger, ScheduledJob, UTCDateTime, Workflow
@@ -43,7 +43,8 @@ _BACKFILLS = Backfill.__table__
 
 _LOAD = driver.Statement(
     select(_SCHEDULES.c.name, _SCHEDULES.c.trigger_payload, _SCHEDULES.c.timeout_seconds, _SCHEDULES.c.overlap,
-           _SCHEDULES.c.workflow_id, Workflow.task, Workflow.max_concurrent_runs, Workflow.concurrency_policy)
+           _SCHEDULES.c.workflow_id, Workflow.task, Workflow.max_concurrent_runs, Workflow.concurrency_policy,
+           Workflow.breaker_threshold)
     .select_from(_SCHEDULES.join(Workflow.__table__, Workflow.id == _SCHEDULES.c.workflow_id))
     .where(_SCHEDULES.c.id == bindparam("p_id"))
     .with_for_update(of=_SCHEDULES)
@@ -176,7 +177,7 @@ def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overl
             if row is None or (backfill_id and _backfill_status(tx, backfill_id) != "running"):
                 tx.rollback()
                 return "gone"
-            name, payload, timeout_seconds, own_overlap, workflow_id, task, limit, concurrency = row
+            name, payload, timeout_seconds, own_overlap, workflow_id, task, limit, concurrency, threshold = row
             policy = overlap or own_overlap
             to_stop: list[str] = []
             if collisions.another_is_running(tx, schedule_id):
@@ -194,6 +195,11 @@ def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overl
                         tx.rollback()
                         return "wait"
                     return _record_skipped(tx, values, "concurrency", f"its workflow had {limit} runs going")
+                values["p_now"] = max(now, clock.utcnow())  # the slot is ours from here (see state.claim_tick)
+            if threshold is not None:
+                why = breaker.admit(tx, workflow_id, run_id, now)
+                if why is not None:
+                    return _record_skipped(tx, values, "breaker", why)
             tx.execute(_INSERT_RUN, values)
     except IntegrityError:  # this run has started before (a copy of its job): nothing more to do
         return "gone"

@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app import metrics, policies
+from app import clock, metrics, policies
 from app.auth import audit
-from app.chain import collisions, driver, invalid, late, planning
+from app.chain import breaker, collisions, driver, invalid, late, notices, planning
 from app.extensions import db
 from app.models import (
     PAUSE_NOTE_MAX,
@@ -112,6 +112,7 @@ _CLAIM = driver.Statement(
         _SCHEDULES.c.workflow_id,
         select(Workflow.max_concurrent_runs).where(Workflow.id == _SCHEDULES.c.workflow_id).scalar_subquery(),
         select(Workflow.concurrency_policy).where(Workflow.id == _SCHEDULES.c.workflow_id).scalar_subquery(),
+        select(Workflow.breaker_threshold).where(Workflow.id == _SCHEDULES.c.workflow_id).scalar_subquery(),
     )
 )
 _RECORD_RUN = driver.Statement(insert(_RUNS).values(
@@ -144,7 +145,8 @@ def claim_tick(
         if claimed is None or claimed[3] is None:  # fenced out, or its workflow is gone
             tx.rollback()
             return None
-        name, payload, timeout_seconds, task, overlap, run_through, backlog, workflow_id, limit, policy = claimed
+        (name, payload, timeout_seconds, task, overlap, run_through, backlog, workflow_id, limit, policy,
+         breaker_threshold) = claimed
         catch_up: CatchUp | None = None
         if late.is_late(scheduled_for, retry, now):  # the row is ours until the commit: decide on it
             row = _load_locked(tx, schedule_id)
@@ -168,6 +170,15 @@ def claim_tick(
                     return Wait(f"its workflow has {limit} runs going")
                 gap = [("concurrency", Gap(nominal, nominal, 1))]
                 return _pass(tx, schedule_id, nominal, now, gap, RunStatus.SKIPPED.value)
+            # The slot is ours from here (the workflow's row is locked): the run starts now, not when the
+            # link read the clock before waiting for the lock, so no run's recorded span overlaps the end of
+            # the run whose slot it took.
+            values["p_now"] = now = max(now, clock.utcnow())
+        if breaker_threshold is not None:  # locks the workflow's row: one probe across every worker
+            why = breaker.admit(tx, workflow_id, run_id, now)
+            if why is not None:
+                return _pass(tx, schedule_id, nominal, now, [("breaker", Gap(nominal, nominal, 1))],
+                             RunStatus.SKIPPED.value)
         cancels = overlap == OverlapPolicy.CANCEL_OTHER
         to_stop = collisions.cancel_others(tx, schedule_id, nominal, now) if cancels else []
         trigger = _trigger_of(retry, scheduled_for, run_through, backlog, catch_up)
@@ -352,10 +363,14 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
         if row is None:  # deleted: keep the run's record, touch nothing else
             return None
         schedule = _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
+        before = schedule.status
+        notices.after_run(tx, schedule, run_id, nominal, trigger, status, error, now)
         if schedule.running_run_id != run_id:
             # A run outside the chain (manual, backfill, a detached tick), or a chain run already written
             # off (whose record was finished first, so it never gets here).
-            return _finish_outside(tx, schedule, status, error, trigger, now)
+            outside = _finish_outside(tx, schedule, status, error, trigger, now)
+            notices.status_changed(tx, schedule, before, error, now)
+            return outside
         paused = False
         gaps: list[tuple[str, Gap]] = []
         try:
@@ -368,6 +383,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime)
             collisions.record_gaps(tx, schedule_id, gaps, now)
         if paused:
             _save_pause(tx, schedule, now)
+        notices.status_changed(tx, schedule, before, error, now)
     return schedule
 
 

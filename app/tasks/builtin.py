@@ -36,3 +36,27 @@ def flaky(event: TaskEvent) -> str:
     if event["retry_number"] < failures:
         raise RuntimeError(f"flaky: attempt {event['retry_number']} fails (fails while retry < {failures})")
     return "ok"
+
+
+@task("builtin.webhook")
+def webhook(event: TaskEvent) -> int:
+    """POST the run's event to payload `url`, signed with payload `secret` (whsec_...) when given, under the
+    webhooks' timeout and outbound-address guard; anything but a 2xx answer fails the run."""
+    from flask import current_app
+
+    from app.notify import guard, send
+
+    payload = _payload(event)
+    url = payload.get("url")
+    if not isinstance(url, str) or not url:
+        raise ValueError("builtin.webhook needs a `url` in its payload")
+    secret = payload.get("secret")
+    body = {"id": f"run_{event['idempotency_key']}", "type": "run.started",
+            "occurred_at": event["scheduled_for"], "data": {k: v for k, v in event.items() if k != "payload"}}
+    config = current_app.config
+    answer = send.post(url, secret if isinstance(secret, str) else None, str(body["id"]), int(time.time()), body,
+                       guard.allowed_hosts(config["RECUR_WEBHOOK_ALLOW_HOSTS"]),
+                       float(config["RECUR_WEBHOOK_TIMEOUT_SECONDS"]))
+    if not answer.ok:
+        raise RuntimeError(f"builtin.webhook: {url} answered {answer.error}")
+    return int(answer.status_code or 0)

@@ -1,0 +1,65 @@
+"""What a run's finish tells the world, in its own transaction: the run's event, the schedule's change of
+status, the end of a missed-run alert, and the outcome counted by the workflow's circuit breaker."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, select, update
+
+from app.chain import breaker, driver
+from app.models import RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
+from app.notify.outbox import EventType, emit
+
+_RUN_EVENTS = {
+    RunStatus.FAILED: EventType.RUN_FAILED, RunStatus.TIMED_OUT: EventType.RUN_TIMED_OUT,
+    RunStatus.SUCCEEDED: EventType.RUN_SUCCEEDED,
+}
+_STATUS_EVENTS = {
+    ScheduleStatus.DEAD.value: EventType.SCHEDULE_DEAD, ScheduleStatus.DONE.value: EventType.SCHEDULE_DONE,
+    ScheduleStatus.PAUSED.value: EventType.SCHEDULE_PAUSED,
+}
+_SCHEDULES = ScheduledJob.__table__
+_HAS_BREAKER = driver.Statement(
+    select(Workflow.breaker_threshold).where(Workflow.id == bindparam("p_id")))
+_RECOVERED = driver.Statement(
+    update(_SCHEDULES).where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.health == bindparam("p_late")))
+    .values(health=bindparam("p_ok"), late_since=bindparam("p_none", type_=UTCDateTime()))
+    .returning(_SCHEDULES.c.id))
+
+
+def _iso(instant: datetime | None) -> str | None:
+    return None if instant is None else instant.isoformat().replace("+00:00", "Z")
+
+
+def after_run(tx: driver.Transaction, schedule: ScheduledJob, run_id: str, nominal: datetime, trigger: str | None,
+              status: RunStatus, error: str | None, now: datetime) -> None:
+    event = _RUN_EVENTS.get(status)
+    if event is None:  # skipped, cancelled: not a run that ran to an outcome
+        return
+    emit(tx, schedule.owner_id, event.value, {
+        "schedule_id": schedule.id, "schedule_name": schedule.name, "workflow_id": schedule.workflow_id,
+        "run_id": run_id, "scheduled_for": _iso(nominal), "finished_at": _iso(now), "status": status.value,
+        "trigger": trigger, "error": error,
+    }, now)
+    has_breaker = tx.first(_HAS_BREAKER, {"p_id": schedule.workflow_id})
+    if has_breaker is not None and has_breaker[0] is not None:
+        breaker.record(tx, schedule.workflow_id, run_id, status is RunStatus.SUCCEEDED, now)
+    if status is RunStatus.SUCCEEDED and schedule.health == "late":
+        was: Any = tx.first(_RECOVERED, {"p_id": schedule.id, "p_late": "late", "p_ok": "ok", "p_none": None})
+        if was is not None:
+            emit(tx, schedule.owner_id, EventType.SCHEDULE_RECOVERED.value, {
+                "schedule_id": schedule.id, "schedule_name": schedule.name, "run_id": run_id,
+                "scheduled_for": _iso(nominal), "late_since": _iso(schedule.late_since),
+            }, now)
+
+
+def status_changed(tx: driver.Transaction, schedule: ScheduledJob, before: str, error: str | None,
+                   now: datetime) -> None:
+    event = _STATUS_EVENTS.get(schedule.status) if schedule.status != before else None
+    if event is not None:
+        emit(tx, schedule.owner_id, event.value, {
+            "schedule_id": schedule.id, "schedule_name": schedule.name, "status": schedule.status,
+            "from": before, "last_error": error, "pause_note": schedule.pause_note,
+        }, now)

@@ -1,0 +1,55 @@
+"""The dead man's switch: schedules whose expected tick has not succeeded within alert_after_seconds
+become `late`, once, with one schedule.missed event; their next success (app.chain.state) makes them `ok`
+again with schedule.recovered. Checked by whichever Recur process holds the watch lock (app.notify.watch):
+web processes included, so it fires when every worker is gone, Redis was emptied or a task hangs."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+
+from app.extensions import db
+from app.models import ScheduledJob, ScheduleStatus
+from app.notify.outbox import EventType, emit_in_session
+from app.policies.alerts import is_late
+
+log = logging.getLogger(__name__)
+
+
+def check(now: datetime) -> list[str]:
+    """Mark every late schedule; returns their ids."""
+    rows = db.session.execute(
+        select(ScheduledJob.id, ScheduledJob.next_run_at, ScheduledJob.alert_after_seconds)
+        .where((ScheduledJob.status == ScheduleStatus.ACTIVE.value) & ScheduledJob.alert_after_seconds.is_not(None)
+               & (ScheduledJob.health == "ok"))
+    ).all()
+    db.session.rollback()
+    marked = []
+    for schedule_id, expected, alert_after in rows:
+        if not is_late(expected, alert_after, now):
+            continue
+        changed: Any = db.session.execute(
+            update(ScheduledJob)
+            .where((ScheduledJob.id == schedule_id) & (ScheduledJob.health == "ok")
+                   & (ScheduledJob.next_run_at == expected) & (ScheduledJob.status == ScheduleStatus.ACTIVE.value))
+            .values(health="late", late_since=now)
+        )
+        if changed.rowcount == 1:
+            schedule = db.session.get(ScheduledJob, schedule_id)
+            assert schedule is not None
+            emit_in_session(schedule.owner_id, EventType.SCHEDULE_MISSED.value, {
+                "schedule_id": schedule.id, "schedule_name": schedule.name, "expected_at": _iso(expected),
+                "alert_after_seconds": alert_after, "status": schedule.status,
+            }, now)
+            marked.append(schedule_id)
+            log.warning("schedule %s is late: its tick of %s has not succeeded within %ss", schedule_id,
+                        expected, alert_after)
+        db.session.commit()
+    return marked
+
+
+def _iso(instant: datetime | None) -> str | None:
+    return None if instant is None else instant.isoformat().replace("+00:00", "Z")

@@ -1,0 +1,74 @@
+"""Webhooks, the outbox of events, and the delivery of each event to each webhook with its attempts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.extensions import db
+from app.models import UTCDateTime
+
+
+class Webhook(db.Model):  # type: ignore[name-defined,misc]
+    __tablename__ = "webhooks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(String(2000))
+    event_types: Mapped[Any] = mapped_column(JSON)  # list of event type names
+    # Recur signs every delivery with it, so it is kept as given (a digest could not sign); it is shown
+    # once, in the answer that made the webhook, and never again.
+    secret: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Event(db.Model):  # type: ignore[name-defined,misc]
+    """The outbox: one row per event, written in the same transaction as the change it reports."""
+
+    __tablename__ = "events"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)  # "evt_" + 32 hex: the receivers' dedup key
+    owner_id: Mapped[int] = mapped_column(Integer, index=True)
+    type: Mapped[str] = mapped_column(String(40))
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    data: Mapped[Any] = mapped_column(JSON)
+
+
+class Delivery(db.Model):  # type: ignore[name-defined,misc]
+    """One event to one webhook: pending until a 2xx answer (delivered) or a day of retries (failed).
+
+    No foreign key to the webhook: the event's transaction (a run's finish) must never fail because the
+    webhook was deleted meanwhile; delivering a deleted webhook's row only marks it dropped."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        UniqueConstraint("webhook_id", "event_id", name="uq_deliveries_webhook_event"),
+        Index("ix_deliveries_due", "status", "next_attempt_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    webhook_id: Mapped[int] = mapped_column(Integer, index=True)
+    event_id: Mapped[str] = mapped_column(ForeignKey("events.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16))  # pending, delivered, failed, dropped
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class DeliveryAttempt(db.Model):  # type: ignore[name-defined,misc]
+    __tablename__ = "delivery_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id", ondelete="CASCADE"), index=True)
+    webhook_id: Mapped[int] = mapped_column(Integer, index=True)
+    event_id: Mapped[str] = mapped_column(String(40))
+    event_type: Mapped[str] = mapped_column(String(40))
+    attempt: Mapped[int] = mapped_column(Integer)
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    duration_ms: Mapped[int] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)

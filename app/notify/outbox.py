@@ -1,0 +1,104 @@
+"""Writing events: in the caller's transaction, for the owner's webhooks that want that type.
+
+An event is written only when one of its owner's webhooks subscribes to its type (a run's success, on
+the hot path, then costs nothing for owners who do not want it); with it, one delivery row per such
+webhook. The subscriptions are read from a per-process cache that lives SUBSCRIPTIONS_TTL seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import bindparam, insert, select
+
+from app.chain import driver
+from app.extensions import db
+from app.models import UTCDateTime
+from app.notify.models import Delivery, Event, Webhook
+
+
+class EventType(StrEnum):
+    RUN_FAILED = "run.failed"
+    RUN_TIMED_OUT = "run.timed_out"
+    RUN_SUCCEEDED = "run.succeeded"
+    SCHEDULE_DEAD = "schedule.dead"
+    SCHEDULE_PAUSED = "schedule.paused"
+    SCHEDULE_DONE = "schedule.done"
+    SCHEDULE_MISSED = "schedule.missed"
+    SCHEDULE_RECOVERED = "schedule.recovered"
+    BREAKER_OPENED = "breaker.opened"
+    BREAKER_CLOSED = "breaker.closed"
+
+
+SUBSCRIPTIONS_TTL = 2.0
+_cache: dict[int, tuple[float, list[tuple[int, frozenset[str]]]]] = {}
+_lock = threading.Lock()
+
+_WEBHOOKS_OF = driver.Statement(
+    select(Webhook.id, Webhook.event_types).where(Webhook.owner_id == bindparam("p_owner_id")))
+_INSERT_EVENT = driver.Statement(insert(Event.__table__).values(
+    id=bindparam("p_id"), owner_id=bindparam("p_owner_id"), type=bindparam("p_type"),
+    occurred_at=bindparam("p_at", type_=UTCDateTime()), data=bindparam("p_data", type_=Event.__table__.c.data.type)))
+_INSERT_DELIVERY = driver.Statement(insert(Delivery.__table__).values(
+    webhook_id=bindparam("p_webhook_id"), event_id=bindparam("p_event_id"), status="pending", attempts=0,
+    next_attempt_at=bindparam("p_at", type_=UTCDateTime()), created_at=bindparam("p_at", type_=UTCDateTime())))
+
+
+def forget(owner_id: int) -> None:
+    """A webhook of this owner was made or deleted here: read its subscriptions again."""
+    with _lock:
+        _cache.pop(owner_id, None)
+
+
+def _subscribers(read: Callable[[], list[tuple[Any, ...]]], owner_id: int, event_type: str) -> list[int]:
+    now = time.monotonic()
+    with _lock:
+        cached = _cache.get(owner_id)
+    if cached is None or cached[0] < now:
+        rows = read()
+        hooks = [(int(hook_id), frozenset(types or [])) for hook_id, types in rows]
+        with _lock:
+            _cache[owner_id] = (now + SUBSCRIPTIONS_TTL, hooks)
+    else:
+        hooks = cached[1]
+    return [hook_id for hook_id, types in hooks if event_type in types]
+
+
+def emit(tx: driver.Transaction, owner_id: int | None, event_type: str, data: dict[str, Any], at: datetime) -> None:
+    """In a chain transaction (app.chain.driver)."""
+    if owner_id is None:
+        return
+    hooks = _subscribers(lambda: tx.execute(_WEBHOOKS_OF, {"p_owner_id": owner_id}), owner_id, event_type)
+    if not hooks:
+        return
+    event_id = new_event_id()
+    tx.execute(_INSERT_EVENT, {"p_id": event_id, "p_owner_id": owner_id, "p_type": event_type, "p_at": at,
+                               "p_data": data})
+    for hook_id in hooks:
+        tx.execute(_INSERT_DELIVERY, {"p_webhook_id": hook_id, "p_event_id": event_id, "p_at": at})
+
+
+def emit_in_session(owner_id: int | None, event_type: str, data: dict[str, Any], at: datetime) -> None:
+    """In the ORM session's transaction (the API's changes); committed with it."""
+    if owner_id is None:
+        return
+    hooks = _subscribers(lambda: [tuple(r) for r in db.session.execute(
+        select(Webhook.id, Webhook.event_types).where(Webhook.owner_id == owner_id)).all()], owner_id, event_type)
+    if not hooks:
+        return
+    event = Event(id=new_event_id(), owner_id=owner_id, type=event_type, occurred_at=at, data=data)
+    db.session.add(event)
+    db.session.flush()
+    for hook_id in hooks:
+        db.session.add(Delivery(webhook_id=hook_id, event_id=event.id, status="pending", attempts=0,
+                                next_attempt_at=at, created_at=at))
+
+
+def new_event_id() -> str:
+    return f"evt_{uuid.uuid4().hex}"

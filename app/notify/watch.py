@@ -1,0 +1,56 @@
+"""The loop every Recur process runs (web processes in a thread started by gunicorn.conf.py, workers in
+their background process): deliver due webhooks, and, one process at a time (a Redis lock), mark late
+schedules. It never runs inside a link, so a slow receiver never slows a chain."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+
+from flask import Flask
+
+from app import clock
+from app.extensions import db, get_redis
+from app.notify import alerts, delivery
+
+log = logging.getLogger(__name__)
+
+WATCH_LOCK = "recur:watch-lock"
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def watch_once(app: Flask) -> None:
+    with app.app_context():
+        try:
+            now = clock.utcnow()
+            redis = get_redis(app)
+            token = uuid.uuid4().hex
+            if redis.set(WATCH_LOCK, token, nx=True, px=10_000):
+                try:
+                    alerts.check(now)
+                finally:
+                    redis.eval(_RELEASE, 1, WATCH_LOCK, token)
+            delivery.deliver_due(clock.utcnow())
+        finally:
+            db.session.remove()
+
+
+def run(app: Flask, stop: threading.Event) -> None:
+    every = float(app.config["RECUR_WATCH_SECONDS"])
+    while not stop.is_set():
+        try:
+            watch_once(app)
+        except Exception as exc:  # noqa: BLE001 - Redis or the database away for a moment, or a bug: go on
+            log.warning("watch pass failed (%s: %s); retrying", type(exc).__name__, exc)
+        stop.wait(every)
+
+
+def start_thread(app: Flask) -> threading.Event:
+    """Start the loop in a daemon thread of this process; set the returned event to stop it."""
+    stop = threading.Event()
+    threading.Thread(target=run, args=(app, stop), name="recur-watch", daemon=True).start()
+    return stop

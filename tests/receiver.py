@@ -1,0 +1,66 @@
+"""A real HTTP receiver for webhook tests, on a free loopback port; it can be stopped and started again on
+the same port. It checks nothing itself: tests verify signatures with verify() below, written here from
+the Standard Webhooks specification, independently of app.notify.signing."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class Receiver:
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.received: list[dict[str, Any]] = []  # {"headers": {...}, "body": bytes, "json": ...}
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def start(self) -> None:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with receiver._lock:
+                    receiver.received.append({"headers": {k.lower(): v for k, v in self.headers.items()},
+                                              "body": body, "json": json.loads(body)})
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def events(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r["json"] for r in self.received]
+
+    def types(self) -> list[str]:
+        return [e["type"] for e in self.events()]
+
+
+def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """The receiver's check: v1 = base64(HMAC-SHA256(base64-decoded secret, "id.timestamp.body"))."""
+    key = base64.b64decode(secret.split("_", 1)[1])
+    content = headers["webhook-id"].encode() + b"." + headers["webhook-timestamp"].encode() + b"." + body
+    expected = base64.b64encode(hmac.new(key, content, hashlib.sha256).digest()).decode()
+    given = [part.split(",", 1)[1] for part in headers["webhook-signature"].split(" ") if part.startswith("v1,")]
+    return any(hmac.compare_digest(expected, signature) for signature in given)

@@ -1,0 +1,171 @@
+"""Signed webhooks, the circuit breaker and missed-run alerts, end to end: gunicorn, worker.py processes, a
+real redis-server and a real HTTP receiver that checks each signature with its own implementation."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from tests.receiver import Receiver, verify
+from tests.servers import free_port, wait_for
+from tests.test_integration import Stack
+
+pytestmark = pytest.mark.integration
+
+ALL_TYPES = ["run.failed", "run.timed_out", "schedule.dead", "schedule.paused", "schedule.done", "schedule.missed",
+             "schedule.recovered", "breaker.opened", "breaker.closed"]
+
+
+@pytest.fixture
+def stack(request, tmp_path, redis_server, database_url, monkeypatch):  # type: ignore[no-untyped-def]
+    from redis import Redis
+
+    for name, value in (("RECUR_WEBHOOK_ALLOW_HOSTS", "127.0.0.1"), ("RECUR_WEBHOOK_BACKOFF_SECONDS", "0.5"),
+                        ("RECUR_WEBHOOK_BACKOFF_MAX_SECONDS", "2"), ("RECUR_WATCH_SECONDS", "0.5"),
+                        ("RECUR_WEBHOOK_TIMEOUT_SECONDS", "2")):
+        monkeypatch.setenv(name, value)
+    Redis.from_url(redis_server.url).flushall()
+    stack = Stack(tmp_path, redis_server, database_url)
+    yield stack
+    stack.stop()
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:  # the processes' own logs, in the failure's report
+        for log in sorted(tmp_path.glob("*.log")):
+            print(f"----- {log.name} (last 40 lines)")
+            print("\n".join(log.read_text(errors="replace").splitlines()[-40:]))
+
+
+@pytest.fixture
+def receiver():  # type: ignore[no-untyped-def]
+    receiver = Receiver(free_port())
+    receiver.start()
+    yield receiver
+    receiver.stop()
+
+
+def _t(instant: str) -> datetime:
+    return datetime.fromisoformat(instant.replace("Z", "+00:00"))
+
+
+def test_webhook_urls_that_reach_internal_addresses_are_refused(stack: Stack) -> None:
+    for url, why in (("http://127.0.0.2:9/hook", "internal address"), ("http://169.254.169.254/latest", "internal"),
+                     ("http://[::1]:9/", "internal"), ("http://10.1.2.3/", "internal"), ("ftp://127.0.0.1/", "http"),
+                     ("http://user:pw@127.0.0.1/", "user name")):
+        status, answer = stack.api.call("POST", "/api/v1/webhooks/", {"url": url, "event_types": ["run.failed"]})
+        assert status == 422 and "url" in answer["errors"], (url, answer)
+        assert why in answer["errors"]["url"][0], answer
+    # 127.0.0.1 is in RECUR_WEBHOOK_ALLOW_HOSTS here: allowed
+    status, made = stack.api.call("POST", "/api/v1/webhooks/", {"url": "http://127.0.0.1:9/hook",
+                                                                  "event_types": ["run.failed"]})
+    assert status == 201 and made["secret"].startswith("whsec_")
+    shown = stack.api.ok("GET", f"/api/v1/webhooks/{made['id']}/")
+    assert "secret" not in shown  # shown once
+
+
+def test_signed_events_breaker_and_a_receiver_that_was_down(stack: Stack, receiver: Receiver) -> None:
+    api = stack.api
+    stack.start_worker()
+    hook = api.ok("POST", "/api/v1/webhooks/", {"url": receiver.url, "event_types": ALL_TYPES})
+    secret = hook["secret"]
+
+    # a schedule that dies: run.failed then schedule.dead
+    dying = api.ok("POST", "/api/v1/workflows/", {"name": "dies", "task": "builtin.fail"})
+    dead_id = api.ok("POST", "/api/v1/schedules/", {"name": "dies", "workflow_id": dying["id"], "interval_seconds": 1,
+                                                     "max_retries": 1})["id"]
+    # a workflow whose breaker opens after 3 failed runs and lets one probe through after 5 s
+    flow = api.ok("POST", "/api/v1/workflows/", {"name": "flaky vendor", "task": "builtin.fail",
+                                                 "breaker_threshold": 3, "breaker_reset_seconds": 5})
+    ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"b{i}", "workflow_id": flow["id"], "interval_seconds": 1,
+                                                 "max_retries": 0, "on_exhausted": "continue"})["id"] for i in range(2)]
+    wait_for(lambda: {"run.failed", "schedule.dead", "breaker.opened"} <= set(receiver.types()), 20,
+             what="run.failed, schedule.dead and breaker.opened")
+
+    receiver.stop()  # down for 20 s: every event meanwhile waits in the outbox
+    down_at = time.monotonic()
+    time.sleep(20)
+    receiver.start()
+    wait_for(lambda: receiver.types().count("breaker.opened") >= 2, 30, what="the probe's failure to reopen it")
+    api.ok("PATCH", f"/api/v1/workflows/{flow['id']}/", {"task": "builtin.noop"})  # the vendor is fixed
+    wait_for(lambda: "breaker.closed" in receiver.types(), 20, what="a probe to close the breaker")
+    api.ok("POST", f"/api/v1/schedules/{ids[0]}/pause/")
+    api.ok("POST", f"/api/v1/schedules/{ids[1]}/pause/")
+
+    def all_delivered() -> bool:
+        return api.ok("GET", f"/api/v1/webhooks/{hook['id']}/deliveries/?limit=1000")["pending"] == 0
+
+    wait_for(all_delivered, 20, what="every delivery")
+    log = api.ok("GET", f"/api/v1/webhooks/{hook['id']}/deliveries/?limit=1000")
+    attempted = {a["event_id"] for a in log["items"]}
+    got = Counter(e["id"] for e in receiver.events())
+    assert attempted <= set(got), "an event the log shows was never received"
+    failed_attempts = [a for a in log["items"] if a["status_code"] is None]
+    assert failed_attempts and all("Connection" in a["error"] or "refused" in a["error"].lower()
+                                   for a in failed_attempts)
+    print(f"receiver down {time.monotonic() - down_at:.0f}s ago; {len(got)} events received, "
+          f"{len(log['items'])} attempts, {len(failed_attempts)} while it was down")
+    for line in sorted(log["items"], key=lambda a: a["at"])[-12:]:
+        print(f"  {line['at']} {line['event_type']:<18} attempt {line['attempt']} -> "
+              f"{line['status_code']} in {line['duration_ms']} ms {line['error'] or ''}")
+
+    for delivery in receiver.received:  # every delivery signed, checked by the receiver's own code
+        assert verify(secret, delivery["headers"], delivery["body"]), delivery["headers"]
+        assert delivery["headers"]["webhook-id"] == delivery["json"]["id"]
+    dead = next(e for e in receiver.events() if e["type"] == "schedule.dead")
+    assert dead["data"]["schedule_id"] == dead_id and dead["data"]["status"] == "dead"
+
+    state = api.ok("GET", f"/api/v1/workflows/{flow['id']}/breaker/")
+    steps = [(h["from"], h["to"]) for h in state["history"]]
+    print("breaker history:\n" + "\n".join(f"  {h['at']} {h['from']:>9} -> {h['to']:<9} {h['reason']} ({h['by']})"
+                                           for h in state["history"]))
+    assert steps[0] == ("closed", "open") and steps[-1] == ("half_open", "closed") and state["state"] == "closed"
+    assert ("half_open", "open") in steps  # a failed probe opened it again
+    opened = [h for h in state["history"] if h["to"] == "open"]
+    halves = [h for h in state["history"] if h["to"] == "half_open"]
+    assert all((_t(half["at"]) - _t(o["at"])).total_seconds() >= 5 for o, half in zip(opened, halves, strict=False))
+
+    # while open, ticks were skipped; each half-open period let exactly one run through
+    runs = [r for i in ids for r in api.runs(i)]
+    skipped = [r for r in runs if r["reason"] == "breaker"]
+    assert skipped
+    for half in halves:
+        after = next((h for h in state["history"] if _t(h["at"]) > _t(half["at"])), None)
+        end = _t(after["at"]) if after else datetime.max.replace(tzinfo=_t(half["at"]).tzinfo)
+        started = [r for r in runs if r["reason"] is None and _t(half["at"]) <= _t(r["started_at"]) < end]
+        assert len(started) == 1, (half, started)
+
+    api.ok("POST", f"/api/v1/workflows/{flow['id']}/breaker/reset/")  # by hand, recorded with who did it
+    assert api.ok("GET", f"/api/v1/workflows/{flow['id']}/breaker/")["history"][-1]["by"].startswith("admin")
+
+
+def test_every_worker_killed_then_schedule_missed_once_and_recovered(stack: Stack, receiver: Receiver) -> None:
+    api = stack.api
+    worker = stack.start_worker()
+    hook = api.ok("POST", "/api/v1/webhooks/", {"url": receiver.url,
+                                                "event_types": ["schedule.missed", "schedule.recovered"]})
+    flow = api.ok("POST", "/api/v1/workflows/", {"name": "heartbeat", "task": "builtin.noop"})
+    schedule_id = api.ok("POST", "/api/v1/schedules/", {"name": "heartbeat", "workflow_id": flow["id"],
+                                                        "interval_seconds": 2, "alert_after_seconds": 5})["id"]
+    wait_for(lambda: len([r for r in api.runs(schedule_id) if r["status"] == "succeeded"]) >= 2, 20,
+             what="two runs")
+    worker.kill()  # SIGKILL: nothing runs the chain now; only the web processes are alive
+    first_missed = _t(api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["next_run_at"])
+    wait_for(lambda: "schedule.missed" in receiver.types(), 20, what="schedule.missed")
+    arrived = datetime.now(first_missed.tzinfo)
+    time.sleep(4)  # one event, not one per check
+    assert receiver.types() == ["schedule.missed"]
+    late = api.ok("GET", f"/api/v1/schedules/{schedule_id}/")
+    assert late["health"] == "late"
+    print(f"schedule.missed arrived {(arrived - first_missed).total_seconds():.1f}s after the first missed tick")
+    assert (arrived - first_missed).total_seconds() <= 15
+
+    stack.start_worker()
+    wait_for(lambda: "schedule.recovered" in receiver.types(), 20, what="schedule.recovered")
+    assert receiver.types() == ["schedule.missed", "schedule.recovered"]
+    assert api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["health"] == "ok"
+    event: Any = receiver.events()[0]
+    assert event["data"]["schedule_id"] == schedule_id and event["data"]["alert_after_seconds"] == 5
+    assert api.ok("GET", f"/api/v1/webhooks/{hook['id']}/deliveries/")["pending"] == 0
