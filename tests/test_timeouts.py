@@ -132,8 +132,9 @@ def _done(schedule_id: str) -> bool:
 def _attempts(schedule_id: str) -> list[tuple[int, str, str | None]]:
     """(retry, status, error) of each run, read without keeping a transaction (or ORM objects whose
     next attribute read would open one)."""
-    rows = db.session.execute(select(Run.retry_number, Run.status, Run.error)
-                              .where(Run.schedule_id == schedule_id).order_by(Run.retry_number)).all()
+    rows = db.session.execute(select(Run.retry_number, Run.status, Run.error)  # not rows of ticks not run
+                              .where((Run.schedule_id == schedule_id) & Run.reason.is_(None))
+                              .order_by(Run.retry_number)).all()
     db.session.rollback()
     return [(retry, status, error) for retry, status, error in rows]
 
