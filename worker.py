@@ -1,8 +1,9 @@
 """Run one Recur worker: startup recovery, then an RQ worker for links plus a process that moves due
 links onto the queue the moment they are due and reconciles every few seconds.
 
-    python worker.py            # forking worker (a task that crashes its process cannot take the worker)
-    python worker.py --simple   # run links in the worker process itself (faster, less isolated)
+    python worker.py            # tasks run in a persistent work process: isolated, without a fork per link
+    python worker.py --fork     # a work process forked for each link (RQ's Worker): isolated, slower
+    python worker.py --simple   # tasks run in the worker process itself (RQ's SimpleWorker): not isolated
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import multiprocessing
 import os
 import socket
+from typing import Any
 
 from rq import SimpleWorker
 
@@ -20,7 +22,8 @@ import app.chain.link  # noqa: F401  (imported once here, not by every work hors
 from app import create_app, ensure_schema
 from app.background import background_process_main, reconcile_once
 from app.chain import state
-from app.chain.worker import RecurWorker
+from app.chain.pool import Limits
+from app.chain.worker import RecurPoolWorker, RecurWorker
 from app.extensions import db, get_queue, get_redis
 
 log = logging.getLogger("recur.worker")
@@ -28,7 +31,13 @@ log = logging.getLogger("recur.worker")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--simple", action="store_true", help="run links in-process (rq SimpleWorker)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--simple", action="store_true", help="run tasks in the worker process (rq SimpleWorker)")
+    mode.add_argument("--fork", action="store_true", help="fork a work process per link (rq Worker)")
+    parser.add_argument("--max-tasks", type=int, default=1000,
+                        help="replace the work process after this many tasks (default 1000)")
+    parser.add_argument("--max-memory-mb", type=int, default=None,
+                        help="kill a work process whose resident memory passes this (its task fails)")
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     parser.add_argument("--name", default=None, help="worker name (default: host.pid)")
     args = parser.parse_args()
@@ -47,13 +56,19 @@ def main() -> None:
     helper.start()
 
     if not args.simple:
-        # Everything allocated so far is left out of the collector's passes: a work horse's collections
+        # Everything allocated so far is left out of the collector's passes: a work process's collections
         # then stop touching (and copying) the pages the parent's objects live on.
         gc.freeze()
-    worker_class = SimpleWorker if args.simple else RecurWorker
     name = args.name or f"recur-{socket.gethostname()}-{os.getpid()}"
     with app.app_context():
-        worker = worker_class([get_queue(app)], connection=get_redis(app), name=name)
+        queues, redis = [get_queue(app)], get_redis(app)
+        if args.simple:
+            worker: Any = SimpleWorker(queues, connection=redis, name=name)
+        elif args.fork:
+            worker = RecurWorker(queues, connection=redis, name=name)
+        else:
+            worker = RecurPoolWorker(queues, connection=redis, name=name,
+                                     limits=Limits(max_tasks=args.max_tasks, max_memory_mb=args.max_memory_mb))
         try:
             worker.work(with_scheduler=False, burst=args.burst, logging_level="INFO")
         finally:

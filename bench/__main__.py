@@ -90,20 +90,28 @@ def run(config: dict[str, Any], only: set[str]) -> dict[str, Any]:
     try:
         if "1" in only or "3" in only:
             tp: dict[str, Any] = {"recur": {}, "rq": {}, "rounds": config["rounds"]}
-            for kind, count in (("simple", config["throughput_simple"]), ("forking", config["throughput_forking"])):
-                for workers in sorted({1, n}):
-                    key = f"{kind}x{workers}"
-                    simple = kind == "simple"
-                    samples: dict[str, list[dict[str, Any]]] = {"rq": [], "recur": []}
-                    for round_ in range(1, config["rounds"] + 1):  # interleaved, so drift hits both alike
-                        samples["rq"].append(attempt(
-                            f"1 throughput: bare RQ {key}, {count} jobs (round {round_})",
-                            lambda w=workers, s=simple, c=count: throughput.bare_rq(bench, w, s, c)))
-                        samples["recur"].append(attempt(
+            # "pool" is worker.py's default (the Procfile's): measured beside both bare RQ worker classes,
+            # whose rows come from the simple and forking rounds (interleaved with its own).
+            kinds = (("simple", config["throughput_simple"]), ("forking", config["throughput_forking"]),
+                     ("pool", config["throughput_simple"]))
+            for workers in sorted({1, n}):
+                samples: dict[str, dict[str, list[dict[str, Any]]]] = {
+                    kind: {"rq": [], "recur": []} for kind, _ in kinds}
+                for round_ in range(1, config["rounds"] + 1):  # interleaved, so drift hits all alike
+                    for kind, count in kinds:
+                        key = f"{kind}x{workers}"
+                        simple = kind == "simple"
+                        if kind != "pool":
+                            samples[kind]["rq"].append(attempt(
+                                f"1 throughput: bare RQ {key}, {count} jobs (round {round_})",
+                                lambda w=workers, s=simple, c=count: throughput.bare_rq(bench, w, s, c)))
+                        samples[kind]["recur"].append(attempt(
                             f"1 throughput: Recur {key}, {count} fires (round {round_})",
-                            lambda w=workers, s=simple, c=count: throughput.recur(bench, w, s, c)))
+                            lambda w=workers, s=simple, c=count, k=kind: throughput.recur(bench, w, s, c, k)))
+                for kind, _ in kinds:
                     for system in ("rq", "recur"):
-                        tp[system][key] = throughput.best(samples[system])
+                        if samples[kind][system]:
+                            tp[system][f"{kind}x{workers}"] = throughput.best(samples[kind][system])
             results["throughput"] = tp
         if "2" in only:
             results["lateness"] = []

@@ -54,6 +54,19 @@ def build_rows(results: dict[str, Any], cores: int) -> list[Row]:
                 rows += row("1 throughput", f"fires/s per worker, {kind} x{workers}", "/s", recur,
                             [(f"bare RQ {bare_name} x{workers} no-op", bare or tp["rq"].get(key, {}).get("error"))],
                             "ratio >= 0.60", None if ratio is None else ratio >= 0.6)
+        for workers in sorted({1, cores}):  # the default worker (Procfile), against both RQ worker classes
+            pool = _get(tp["recur"].get(f"poolx{workers}"), "per_worker")
+            forking = _get(tp["rq"].get(f"forkingx{workers}"), "per_worker")
+            simple = _get(tp["rq"].get(f"simplex{workers}"), "per_worker")
+            if pool is None:
+                continue
+            vs_fork, vs_simple = _ratio(pool, forking), _ratio(pool, simple)
+            rows += row("1 throughput", f"fires/s per worker, default worker (pool) x{workers}", "/s", pool,
+                        [(f"bare RQ Worker x{workers} no-op", forking)], "ratio >= 2.0",
+                        None if vs_fork is None else vs_fork >= 2.0)
+            rows += row("1 throughput", f"fires/s per worker, default worker (pool) x{workers}", "/s", pool,
+                        [(f"bare RQ SimpleWorker x{workers} no-op", simple)], "ratio >= 0.80",
+                        None if vs_simple is None else vs_simple >= 0.8)
     for steady in results.get("lateness") or []:
         recur = steady["recur"]
         baselines = [("RQ enqueue_at + its scheduler", steady["rq"]), ("rq-scheduler interval", steady["rqs"])]

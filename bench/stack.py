@@ -158,8 +158,10 @@ class RecurEnv:
         return [(_epoch(nominal), _epoch(started), status)
                 for nominal, started, status in self._read("SELECT scheduled_for, started_at, status FROM runs")]
 
-    def start_workers(self, count: int, simple: bool) -> None:
-        extra = ["--simple"] if simple else []
+    def start_workers(self, count: int, simple: bool = False, mode: str | None = None) -> None:
+        """`mode`: "pool" (worker.py's default, the Procfile's), "forking" (--fork) or "simple" (--simple)."""
+        mode = mode or ("simple" if simple else "forking")
+        extra = {"simple": ["--simple"], "forking": ["--fork"], "pool": []}[mode]
         for index in range(count):
             log = self.directory / f"worker{len(self.workers)}.log"
             self.workers.append(start_worker(self.env, log, *extra, "--name", f"bench-recur-{index}-{os.getpid()}"))

@@ -95,3 +95,24 @@ _STAMP = """
 local t = redis.call('TIME')
 return redis.call('RPUSH', KEYS[1], ARGV[1] .. ' ' .. t[1] .. '.' .. string.format('%06d', tonumber(t[2])))
 """
+
+
+@task("tests.segfault")
+def segfault(event: TaskEvent) -> None:
+    """Dies of SIGSEGV, as a crashing C extension does, on attempts whose retry_number is below `crashes`
+    (default: every attempt)."""
+    import ctypes
+
+    if event["retry_number"] < (event["payload"] or {}).get("crashes", 1_000_000):
+        ctypes.string_at(0)
+
+
+@task("tests.hog")
+def hog(event: TaskEvent) -> None:
+    """Allocates without bound (10 MB a step, touched so that it is resident) on the first attempt."""
+    if event["retry_number"] >= (event["payload"] or {}).get("hogging_attempts", 1):
+        return
+    chunks = []
+    while True:
+        chunks.append(bytearray(10 * 1024 * 1024))
+        time.sleep(0.01)

@@ -201,10 +201,11 @@ def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
 
 
 def test_a_work_horse_outliving_its_killed_worker_completes_its_run(stack):
-    """The forking worker claims and records links itself; when it is killed while its work horse runs the
-    task, the horse keeps the lease alive (no write-off by another worker's reconciler) and records the
-    run and hands off the successor itself."""
-    worker = stack.start_worker()
+    """The forking worker (`--fork`) claims and records links itself; when it is killed while its work horse
+    runs the task, the horse keeps the lease alive (no write-off by another worker's reconciler) and records
+    the run and hands off the successor itself."""
+    worker = start_worker(stack.env, stack.tmp_path / "forking.log", "--fork")
+    stack.workers.append(worker)
     workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "sleep", "task": "builtin.sleep"})
     schedule = stack.api.ok("POST", "/api/v1/schedules/", {
         "name": "orphan", "workflow_id": workflow["id"], "interval_seconds": 1,

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -220,6 +221,11 @@ class Handed:
         prepared = self.prepared
         if isinstance(prepared, str):
             return prepared
+        if os.getpid() == self.parent_pid:  # the pool worker: the worker runs this, its work process the task
+            assert _pool_executor is not None
+            status, error = _pool_executor(prepared)
+            os.write(self._write, json.dumps([status.value, error]).encode())
+            return status.value
         prepared.lease.renew_here()  # so that a horse whose worker died is not written off while it runs
         with prepared.lease:
             status, error = execute(prepared)
@@ -266,6 +272,13 @@ class Handed:
 
 # Set by the forking worker around the fork of the work horse for that job (the horse inherits it).
 _handed: Handed | None = None
+# Set by the pool worker: runs a prepared link's task in its persistent work process.
+_pool_executor: Callable[[Prepared], tuple[RunStatus, str | None]] | None = None
+
+
+def use_pool(executor: Callable[[Prepared], tuple[RunStatus, str | None]] | None) -> None:
+    global _pool_executor
+    _pool_executor = executor
 
 
 def hand_to_horse(handed: Handed | None) -> None:

@@ -130,3 +130,50 @@ def _exits_before(pid: int, deadline: float) -> bool:
         return bool(poller.poll(max(0, math.ceil((deadline - clock.monotonic()) * 1000))))
     finally:
         os.close(pidfd)
+
+
+class RecurPoolWorker(RecurWorker):
+    """The default worker: each link's task runs in a persistent work process (app.chain.pool) instead of
+    a process forked for it. The worker claims, runs RQ's bookkeeping and records the outcome, as the
+    forking worker does; the task is isolated as it is there (a crash, a hang past the deadline, a leak
+    past the memory limit ends that attempt and the process, not the worker), without a fork per link.
+    Jobs that are not links (runs outside the chain, other RQ jobs) get a work horse forked as before."""
+
+    def __init__(self, *args: Any, limits: Any = None, **kwargs: Any) -> None:
+        from app.chain.pool import Limits, WorkProcess
+
+        super().__init__(*args, **kwargs)
+        self.work_process = WorkProcess(limits or Limits())
+
+    def execute_job(self, job: Any, queue: Any) -> None:
+        if job.func_name != LINK_FUNC or parse_link_id(job.id) is None:
+            super().execute_job(job, queue)
+            return
+        execution = self.prepare_execution(job)
+        handed = self._handed = self._prepare(job)
+        link.hand_to_horse(handed)
+        link.use_pool(self._run_in_work_process)
+        try:
+            self.perform_job(job, queue, execution)  # RQ's registries and result, here; the task over there
+        finally:
+            link.use_pool(None)
+            link.hand_to_horse(None)
+            self._handed = None
+            if handed is not None:
+                self._complete(handed)
+        self.set_state(WorkerStatus.IDLE)
+
+    def _run_in_work_process(self, prepared: link.Prepared) -> tuple[Any, str | None]:
+        return self.work_process.run(prepared.claim.task, dict(prepared.event), prepared.claim.timeout_seconds,
+                                     prepared.deadline)
+
+    def kill_horse(self, sig: Any = signal.SIGKILL) -> None:
+        """RQ's stop-job command (and overlap cancel_other): stop the task, in whichever process runs it."""
+        if self.work_process.busy:
+            self.work_process.kill()
+            return
+        super().kill_horse(sig)
+
+    def teardown(self) -> None:
+        self.work_process.stop()
+        super().teardown()  # type: ignore[no-untyped-call]

@@ -1,0 +1,56 @@
+"""The default worker (`python worker.py`: tasks in a persistent work process) against tasks that take
+their process down: a segfault, os._exit, unbounded allocation, a timeout swallowed in a loop. Each ends
+its attempt, never the worker, and the chain goes on. Real redis-server, gunicorn and worker.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.servers import start_worker, wait_for
+from tests.test_integration import Stack
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def stack(tmp_path, redis_server, database_url, monkeypatch):  # type: ignore[no-untyped-def]
+    from redis import Redis
+
+    monkeypatch.setenv("RECUR_TASK_MODULES", "tests.jobs")  # the web and the worker know the crashing tasks
+    Redis.from_url(redis_server.url).flushall()
+    stack = Stack(tmp_path, redis_server, database_url)
+    yield stack
+    stack.stop()
+
+
+def _schedule(stack: Stack, task: str, payload: dict, **fields: object) -> str:  # type: ignore[type-arg]
+    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": task, "task": task})
+    return str(stack.api.ok("POST", "/api/v1/schedules/", {
+        "name": task, "workflow_id": workflow["id"], "interval_seconds": 1, "trigger_payload": payload,
+        "max_retries": 1, **fields})["id"])
+
+
+@pytest.mark.parametrize(("task", "payload", "fields", "error"), [
+    ("tests.segfault", {"crashes": 1}, {}, "work process died by signal 11 (SIGSEGV)"),
+    ("tests.die", {}, {"on_exhausted": "continue"}, "work process died with exit status 13"),
+    ("tests.hog", {}, {}, "over the limit of 200 MB"),
+    ("tests.ignore_timeout", {}, {"timeout_seconds": 1}, "timed out after 1s; the task did not stop"),
+])
+def test_a_task_that_takes_its_process_down_fails_its_attempt_and_the_chain_goes_on(
+        stack: Stack, task: str, payload: dict, fields: dict, error: str) -> None:  # type: ignore[type-arg]
+    worker = start_worker(stack.env, stack.tmp_path / "worker.log", "--max-memory-mb", "200")
+    stack.workers.append(worker)
+    schedule_id = _schedule(stack, task, payload, **fields)
+
+    def went_on() -> list:  # type: ignore[type-arg]
+        runs = [r for r in stack.api.runs(schedule_id) if r["reason"] is None]
+        failed = [r for r in runs if r["status"] in ("failed", "timed_out")]
+        later = [r for r in runs if failed and (r["repeat_number"], r["retry_number"]) >
+                 (failed[-1]["repeat_number"], failed[-1]["retry_number"]) and r["status"] != "running"]
+        return failed if failed and later else []
+
+    failed = wait_for(went_on, 40, interval=0.2, what="a failed attempt and the chain going on after it")
+    assert error in failed[0]["error"], failed[0]
+    assert worker.alive()  # the worker itself is unharmed
+    schedule = stack.api.ok("GET", f"/api/v1/schedules/{schedule_id}/")
+    assert schedule["status"] == "active", schedule
