@@ -59,7 +59,8 @@ def test_signatures_match_the_standard_webhooks_example() -> None:
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1/", "http://[::1]/", "http://10.0.0.7/", "http://192.168.1.1/",
                                  "http://169.254.169.254/latest/meta-data", "http://0.0.0.0/", "http://[fd00::1]/",
-                                 "http://[::ffff:127.0.0.1]/", "http://localhost:8080/"])
+                                 "http://[::ffff:127.0.0.1]/", "http://localhost:8080/",
+                                 "http://100.64.0.1/", "http://198.18.0.1/", "http://224.0.0.1/"])
 def test_internal_addresses_are_refused(url: str) -> None:
     with pytest.raises(guard.Refused, match="internal address"):
         guard.resolve(url, frozenset())

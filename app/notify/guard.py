@@ -35,8 +35,9 @@ def _public(address: str) -> bool:
     ip = ipaddress.ip_address(address)
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    return not (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_reserved
-                or ip.is_unspecified)
+    # is_global leaves out the private, loopback, link-local, shared (100.64/10), documentation, reserved
+    # and unspecified ranges; multicast is global in part but never a webhook receiver.
+    return ip.is_global and not ip.is_multicast
 
 
 def parse(url: str) -> tuple[str, str, int, str]:
