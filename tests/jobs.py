@@ -116,3 +116,14 @@ def hog(event: TaskEvent) -> None:
     while True:
         chunks.append(bytearray(10 * 1024 * 1024))
         time.sleep(0.01)
+
+
+@task("tests.pid_then_sleep")
+def pid_then_sleep(event: TaskEvent) -> None:
+    """Appends `retry pid` to the payload's `path`, then sleeps `sleep` seconds on the first attempt (later
+    attempts return at once)."""
+    payload = event["payload"] or {}
+    with open(payload["path"], "a") as fh:
+        fh.write(f"{event['retry_number']} {os.getpid()}\n")
+    if event["retry_number"] == 0:
+        time.sleep(payload.get("sleep", 30))

@@ -54,3 +54,31 @@ def test_a_task_that_takes_its_process_down_fails_its_attempt_and_the_chain_goes
     assert worker.alive()  # the worker itself is unharmed
     schedule = stack.api.ok("GET", f"/api/v1/schedules/{schedule_id}/")
     assert schedule["status"] == "active", schedule
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_killed_worker_takes_its_work_process_with_it(stack: Stack) -> None:
+    """SIGKILL to the worker alone: its work process must not run the task on as an orphan after its run is
+    written off. It dies with the worker; another worker writes the run off and the chain goes on there."""
+    first = start_worker(stack.env, stack.tmp_path / "first.log")
+    stack.workers.append(first)
+    path = stack.tmp_path / "pids.txt"
+    schedule_id = _schedule(stack, "tests.pid_then_sleep", {"path": str(path), "sleep": 30}, total_repeats=1)
+    wait_for(lambda: path.exists() and path.read_text().strip(), 30, interval=0.1, what="the task to start")
+    body = int(path.read_text().split()[1])
+    assert body != first.pid  # it runs in the work process, not the worker
+    first.kill()
+    wait_for(lambda: not _alive(body), 3, interval=0.05, what="the work process to die with its worker")
+
+    stack.workers.append(start_worker(stack.env, stack.tmp_path / "second.log"))
+    wait_for(lambda: stack.api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["status"] == "done", 90,
+             interval=0.2, what="the chain to finish on the other worker")
+    attempts = [(r["retry_number"], r["status"]) for r in stack.api.runs(schedule_id) if r["reason"] is None]
+    assert sorted(attempts) == [(0, "failed"), (1, "succeeded")], attempts

@@ -11,6 +11,7 @@ a task's libraries cannot grow without bound.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -25,6 +26,7 @@ from app.models import RunStatus
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.05
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -75,9 +77,11 @@ class WorkProcess:
 
     def _start(self) -> None:
         parent, child = Pipe()
+        parent_pid = os.getpid()
         pid = os.fork()
         if pid == 0:  # the work process
             parent.close()
+            _become_work_process(parent_pid)
             _forget_parent_connections()
             code = 0
             try:
@@ -124,8 +128,7 @@ class WorkProcess:
     def kill(self) -> None:
         """Stop the task running now (RQ's stop-job command, overlap cancel_other)."""
         if self.pid is not None and self.busy:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
+            _kill_group(self.pid)
 
     def stop(self) -> None:
         """End the work process (the worker is leaving, or it is recycled)."""
@@ -141,7 +144,7 @@ class WorkProcess:
                 if done:
                     return
                 time.sleep(0.02)
-            os.kill(pid, signal.SIGKILL)
+            _kill_group(pid)
             os.waitpid(pid, 0)
 
     def _recycle_if_due(self) -> None:
@@ -154,8 +157,7 @@ class WorkProcess:
 
     def _kill(self) -> None:
         if self.pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
+            _kill_group(self.pid)
             self._reap("killed")
 
     def _reap(self, what: str) -> str:
@@ -176,6 +178,29 @@ class WorkProcess:
             with contextlib.suppress(OSError):
                 self._conn.close()
         self.pid, self._conn = None, None
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the work process and whatever its task started (its process group)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _become_work_process(parent_pid: int) -> None:
+    """A process group of its own (the worker kills the task with whatever it started; a Ctrl-C to the
+    worker's group is the worker's to handle), death with the worker (Linux's parent-death signal: a
+    SIGKILLed worker leaves no orphan running a task whose run is written off elsewhere), and first in
+    line for the kernel's OOM killer (a leaking task's process goes before its worker)."""
+    os.setpgrp()
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the worker died before the signal was armed
+        os._exit(0)
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as fh:
+        fh.write("1000")
 
 
 def _forget_parent_connections() -> None:
