@@ -25,3 +25,59 @@ def test_task_that_kills_its_process_does_not_kill_the_chain(real_app, fake_cloc
     after = fresh(schedule.id)
     assert (after.status, after.current_retry, after.error_count, after.running_run_id) == ("active", 1, 1, None)
     assert scheduled_ids(real_app) == [link_id(schedule.id, 0, 1)]
+
+
+def test_the_worker_heartbeat_is_sent_once_a_second_not_three_times_a_link(real_app, fake_clock):
+    """RQ sends its worker heartbeat (HSET, EXPIRE, EXPIRE) before and after each dequeue and after each job:
+    nine round trips a link. Recur's workers send it at most once a second. Watched on the real server with
+    MONITOR: the EXPIREs of the worker's key while 30 links are drained."""
+    import threading
+    import time
+
+    from redis import Redis
+
+    from app.chain.pool import Limits
+    from app.chain.worker import RecurPoolWorker
+
+    now = datetime.now(UTC)
+    fake_clock.set(now)
+    schedules = [make_schedule(now, interval_seconds=3600) for _ in range(30)]
+    due = next_due(real_app)
+    fake_clock.set(due)
+    assert Mover(get_redis(real_app), get_queue(real_app)).move_due(due) == len(schedules)
+    worker = RecurPoolWorker([get_queue(real_app)], connection=get_redis(real_app), name="beat-test",
+                             limits=Limits())
+    seen: list[bytes] = []
+    watcher = Redis(connection_pool=get_redis(real_app).connection_pool.__class__(
+        **get_redis(real_app).connection_pool.connection_kwargs))
+    monitor = watcher.monitor().__enter__()
+    stop = threading.Event()
+
+    in_multi: set[str] = set()  # clients inside MULTI: RQ's own transactions carry a heartbeat at no cost
+
+    def watch() -> None:
+        while not stop.is_set():
+            entry = monitor.next_command()
+            command, client = entry["command"].lower(), entry.get("client_address")
+            if command == "multi":
+                in_multi.add(client)
+            elif command in ("exec", "discard"):
+                in_multi.discard(client)
+            elif command.startswith("expire rq:worker:beat-test ") and client not in in_multi:
+                seen.append(command)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    worker.work(burst=True, with_scheduler=False)
+    seconds = time.monotonic() - started
+    watcher.ping()  # one more command, so the watcher wakes up and sees the flag
+    stop.set()
+    get_redis(real_app).ping()
+    thread.join(5)
+    assert sum(1 for r in runs_of_all(schedules) if r.status == "succeeded") == len(schedules)
+    assert 1 <= len(seen) <= seconds + 2, (len(seen), seconds)  # before: 3 per link, 90 here
+
+
+def runs_of_all(schedules):  # type: ignore[no-untyped-def]
+    return [run for schedule in schedules for run in runs_of(schedule.id)]

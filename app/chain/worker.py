@@ -24,9 +24,35 @@ from app.extensions import db
 
 log = logging.getLogger(__name__)
 
+HEARTBEAT_EVERY_SECONDS = 1.0
+
 
 class RecurWorker(Worker):
     _handed: link.Handed | None = None  # the link whose horse runs now, when this worker prepared it
+    _beat_at: float | None = None  # clock.monotonic() of the last heartbeat sent
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        """RQ's worker heartbeat, sent at most once a second and in one round trip. RQ sends it three times
+        for every job (before and after the dequeue, after the job), each as three commands (HSET, EXPIRE,
+        EXPIRE): nine round trips per link, to keep alive a key whose time to live is minutes (worker_ttl +
+        60 s). A heartbeat with its own timeout, or inside a caller's pipeline, is sent as RQ sends it."""
+        if pipeline is not None:
+            super().heartbeat(timeout, pipeline=pipeline)
+            return
+        now = clock.monotonic()
+        if timeout is None and self._beat_at is not None and now - self._beat_at < HEARTBEAT_EVERY_SECONDS:
+            return
+        with self.connection.pipeline(transaction=False) as pipe:
+            super().heartbeat(timeout, pipeline=pipe)
+            pipe.execute()
+        self._beat_at = now
+
+    def set_state(self, state: str, pipeline: Any = None) -> None:
+        """RQ's set_state, without the second write of the state the worker is already in (RQ writes IDLE
+        after each job and again before the next dequeue)."""
+        if pipeline is None and state == self._state:
+            return
+        super().set_state(state, pipeline=pipeline)
 
     def execute_job(self, job: Any, queue: Any) -> None:
         """RQ's own execute_job (prepare the execution, fork, monitor, go idle), with the link's database

@@ -1,0 +1,55 @@
+"""Scenario 7: does a worker leak? One worker.py, kept busy by a backlog (schedules at a 1 s interval, more
+than it can run), and its resident set after a first and a last number of links."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.stack import Bench, utc
+from tests.servers import wait_for
+
+
+def resident_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def work_process(pid: int) -> int | None:
+    """The isolating worker's work process: its child that leads a process group of its own."""
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        try:
+            if Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[2] == child:
+                return int(child)
+        except (OSError, IndexError):
+            continue
+    return None
+
+
+def recur(bench: Bench, schedules: int, marks: list[int], mode: str = "default") -> dict[str, Any]:
+    env = bench.recur("memory")
+    try:
+        workflow = env.workflow()
+        env.start_workers(1, mode)
+        due = int(time.time()) + 2
+        env.insert_schedules(workflow, schedules, 1, lambda _: utc(due))
+        env.reconcile()
+        pid = env.workers[0].pid
+        sql = "SELECT count(*) FROM runs WHERE status = 'succeeded'"
+        seen = []
+        started = time.monotonic()
+        for mark in marks:
+            wait_for(lambda m=mark: int(env.query(sql)[0][0]) >= m, 120 + mark / 20, interval=0.5,
+                     what=f"{mark} links")
+            child = wait_for(lambda: work_process(pid), 5, interval=0.02, what="the work process (being replaced?)")
+            seen.append({"links": int(env.query(sql)[0][0]), "worker_rss_mb": resident_mb(pid),
+                         "work_process_rss_mb": resident_mb(child) if child else None,
+                         "seconds": round(time.monotonic() - started, 1)})
+    finally:
+        env.stop()
+    first, last = seen[0], seen[-1]
+    return {"marks": seen, "first_rss_mb": first["worker_rss_mb"], "last_rss_mb": last["worker_rss_mb"],
+            "ratio": round(last["worker_rss_mb"] / first["worker_rss_mb"], 3)}
