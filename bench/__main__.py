@@ -20,9 +20,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench import api, lateness, scale, throughput
+from bench import api, burst, lateness, memory, scale, throughput
 from bench.report import build_rows, render
-from bench.stack import Bench, cores
+from bench.stack import Bench, cores, postgres_available
 
 HERE = Path(__file__).resolve().parent
 
@@ -31,12 +31,23 @@ FULL = {
     # (schedules, interval s, seconds): the issue's example load, then one whose per-second batch is 8.
     "loads": [(1000, 20, 60), (1000, 120, 120)], "herd": 1000,
     "scale": [10_000, 100_000], "api": 1000, "rqs_poll": 0.1,
+    # The other worker modes beside the default in scenario 2 (on its first load only: each costs a load).
+    "steady_modes": ["simple", "fork"],
+    "burst": {"count": 1000, "interval": 60, "rounds": 2},
+    "memory": {"schedules": 1000, "marks": [1000, 100_000]},
+    "throughput_workers": "one, and one per core",
 }
 QUICK = {
     "rounds": 1, "throughput_simple": 60, "throughput_forking": 30,
     "loads": [(30, 3, 4)], "herd": 30,
     "scale": [200, 1000], "api": 30, "rqs_poll": 0.1,
+    "steady_modes": ["simple", "fork"],
+    "burst": {"count": 30, "interval": 4, "rounds": 2},
+    "memory": {"schedules": 50, "marks": [200, 1000]},
+    "throughput_workers": "one per core",
 }
+# Scenario 1's contenders: (system, kind); bare RQ's two worker classes, then worker.py's three modes.
+THROUGHPUT = [("rq", "simple"), ("rq", "forking"), ("recur", "default"), ("recur", "simple"), ("recur", "fork")]
 
 
 def say(message: str) -> None:
@@ -77,83 +88,95 @@ def machine() -> dict[str, Any]:
             packages[name] = version(name)
         except Exception:
             packages[name] = "missing"
-    return {"cpu": cpu, "cores": cores(), "memory_gb": memory_gb, "os": platform.platform(),
+    servers = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"))
+    postgres = (subprocess.run([str(servers[-1]), "--version"], capture_output=True, text=True).stdout.split()[-1]
+                if servers else "missing")
+    return {"cpu": cpu, "cores": cores(), "memory_gb": memory_gb, "os": platform.platform(), "postgres": postgres,
             "python": platform.python_version(), "redis_server": redis_version, "sqlite": sqlite3.sqlite_version,
             **packages}
 
 
-def run(config: dict[str, Any], only: set[str]) -> dict[str, Any]:
+def _throughput(bench: Bench, system: str, workers: int, kind: str, count: int) -> dict[str, Any]:
+    if system == "rq":
+        return throughput.bare_rq(bench, workers, kind == "simple", count)
+    return throughput.recur(bench, workers, kind, count)
+
+
+def run(config: dict[str, Any], only: set[str], database: str) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="recur-bench-"))
-    bench = Bench(workdir)
+    bench = Bench(workdir, database)
     n = cores()
     results: dict[str, Any] = {}
+    tag = f"[{database}]"
     try:
-        if "1" in only or "3" in only:
+        if only & {"1", "3", "6"}:
             tp: dict[str, Any] = {"recur": {}, "rq": {}, "rounds": config["rounds"]}
-            # "pool" is worker.py's default (the Procfile's): measured beside both bare RQ worker classes,
-            # whose rows come from the simple and forking rounds (interleaved with its own).
-            kinds = (("simple", config["throughput_simple"]), ("forking", config["throughput_forking"]),
-                     ("pool", config["throughput_simple"]))
-            for workers in sorted({1, n}):
-                samples: dict[str, dict[str, list[dict[str, Any]]]] = {
-                    kind: {"rq": [], "recur": []} for kind, _ in kinds}
+            for workers in sorted({1, n}) if config["throughput_workers"] != "one per core" else [n]:
+                samples: dict[tuple[str, str], list[dict[str, Any]]] = {entry: [] for entry in THROUGHPUT}
                 for round_ in range(1, config["rounds"] + 1):  # interleaved, so drift hits all alike
-                    for kind, count in kinds:
-                        key = f"{kind}x{workers}"
-                        simple = kind == "simple"
-                        if kind != "pool":
-                            samples[kind]["rq"].append(attempt(
-                                f"1 throughput: bare RQ {key}, {count} jobs (round {round_})",
-                                lambda w=workers, s=simple, c=count: throughput.bare_rq(bench, w, s, c)))
-                        samples[kind]["recur"].append(attempt(
-                            f"1 throughput: Recur {key}, {count} fires (round {round_})",
-                            lambda w=workers, s=simple, c=count, k=kind: throughput.recur(bench, w, s, c, k)))
-                for kind, _ in kinds:
-                    for system in ("rq", "recur"):
-                        if samples[kind][system]:
-                            tp[system][f"{kind}x{workers}"] = throughput.best(samples[kind][system])
+                    for system, kind in THROUGHPUT:
+                        count = config["throughput_forking" if kind in ("fork", "forking") else "throughput_simple"]
+                        samples[system, kind].append(attempt(
+                            f"{tag} 1 throughput: {system} {kind} x{workers}, {count} (round {round_})",
+                            lambda s=system, w=workers, k=kind, c=count: _throughput(bench, s, w, k, c)))
+                for (system, kind), taken in samples.items():
+                    tp[system][f"{kind}x{workers}"] = throughput.best(taken)
             results["throughput"] = tp
         if "2" in only:
             results["lateness"] = []
-            for schedules, interval, seconds in config["loads"]:
+            for index, (schedules, interval, seconds) in enumerate(config["loads"]):
                 args = (schedules, interval, seconds, n)
                 label = f"{schedules} schedules @ {interval}s for {seconds}s, {n} workers"
-                results["lateness"].append({
+                entry: dict[str, Any] = {
                     "schedules": schedules, "interval": interval, "seconds": seconds, "workers": n,
-                    "recur": attempt(f"2 steady load: Recur, {label}",
+                    "recur": attempt(f"{tag} 2 steady load: Recur default worker, {label}",
                                      lambda a=args: lateness.recur_steady(bench, *a)),
-                    "rq": attempt(f"2 steady load: RQ enqueue_at, {label}",
-                                  lambda a=args: lateness.rq_steady(bench, *a)),
-                    "rqs": attempt(f"2 steady load: rq-scheduler (poll {config['rqs_poll']}s), {label}",
-                                   lambda a=args: lateness.rqs_steady(bench, *a, poll=config["rqs_poll"])),
-                })
+                    "modes": {},
+                }
+                for mode in config["steady_modes"] if index == 0 else []:
+                    entry["modes"][mode] = attempt(f"{tag} 2 steady load: Recur {mode} worker, {label}",
+                                                   lambda a=args, m=mode: lateness.recur_steady(bench, *a, mode=m))
+                entry["rq"] = attempt(f"{tag} 2 steady load: RQ enqueue_at, {label}",
+                                      lambda a=args: lateness.rq_steady(bench, *a))
+                entry["rqs"] = attempt(f"{tag} 2 steady load: rq-scheduler (poll {config['rqs_poll']}s), {label}",
+                                       lambda a=args: lateness.rqs_steady(bench, *a, poll=config["rqs_poll"]))
+                results["lateness"].append(entry)
+        recur_rate = (results.get("throughput", {}).get("recur", {}).get(f"defaultx{n}") or {}).get("per_second")
         if "3" in only:
             count = config["herd"]
             herd: dict[str, Any] = {"count": count, "workers": n}
-            herd["recur"] = attempt(f"3 herd: Recur, {count}", lambda: lateness.recur_herd(bench, count, n))
-            herd["rq"] = attempt(f"3 herd: RQ enqueue_at, {count}", lambda: lateness.rq_herd(bench, count, n))
-            herd["rqs"] = attempt(f"3 herd: rq-scheduler, {count}",
+            herd["recur"] = attempt(f"{tag} 3 herd: Recur, {count}", lambda: lateness.recur_herd(bench, count, n))
+            herd["rq"] = attempt(f"{tag} 3 herd: RQ enqueue_at, {count}", lambda: lateness.rq_herd(bench, count, n))
+            herd["rqs"] = attempt(f"{tag} 3 herd: rq-scheduler, {count}",
                                   lambda: lateness.rqs_herd(bench, count, n, config["rqs_poll"]))
-            tp = results.get("throughput", {})
-            recur_rate = (tp.get("recur", {}).get(f"simplex{n}") or {}).get("per_second")
-            rq_rate = (tp.get("rq", {}).get(f"simplex{n}") or {}).get("per_second")
+            rq_rate = (results["throughput"]["rq"].get(f"simplex{n}") or {}).get("per_second")
             herd["recur_floor_seconds"] = round(count / recur_rate, 2) if recur_rate else None
             herd["rq_floor_seconds"] = round(count / rq_rate, 2) if rq_rate else None
             results["herd"] = herd
         if "4" in only:
             results["scale"] = [
                 {"count": count,
-                 "recur": attempt(f"4 scale: Recur, {count:,} schedules", lambda c=count: scale.recur(bench, c)),
-                 "rq": attempt(f"4 scale: RQ, {count:,} scheduled jobs", lambda c=count: scale.bare_rq(bench, c))}
+                 "recur": attempt(f"{tag} 4 scale: Recur, {count:,} schedules", lambda c=count: scale.recur(bench, c)),
+                 "rq": attempt(f"{tag} 4 scale: RQ, {count:,} scheduled jobs", lambda c=count: scale.bare_rq(bench, c))}
                 for count in config["scale"]
             ]
         if "5" in only:
             results["api"] = {
                 "requests": config["api"],
-                "recur": attempt(f"5 API: Recur, {config['api']} creates + lists",
+                "recur": attempt(f"{tag} 5 API: Recur, {config['api']} creates + lists",
                                  lambda: api.recur(bench, config["api"])),
-                "floor": attempt("5 API: bare Flask + gunicorn", lambda: api.floor(bench, config["api"])),
+                "floor": attempt(f"{tag} 5 API: bare Flask + gunicorn", lambda: api.floor(bench, config["api"])),
             }
+        if "6" in only:
+            spec = config["burst"]
+            results["burst"] = attempt(
+                f"{tag} 6 burst: {spec['count']} schedules through the API @ {spec['interval']}s, {n} workers",
+                lambda: burst.recur(bench, spec["count"], spec["interval"], spec["rounds"], n))
+            results["burst"]["floor_seconds"] = round(spec["count"] / recur_rate, 3) if recur_rate else None
+        if "7" in only:
+            spec = config["memory"]
+            results["memory"] = attempt(f"{tag} 7 memory: one default worker, RSS at {spec['marks']} links",
+                                        lambda: memory.recur(bench, spec["schedules"], spec["marks"]))
     finally:
         bench.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -164,17 +187,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks that every figure is produced")
     parser.add_argument("--out", type=Path, default=HERE / "results.json", help="where to write the JSON")
-    parser.add_argument("--only", default="1,2,3,4,5", help="comma-separated scenario numbers")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated scenario numbers")
+    parser.add_argument("--db", default=None,
+                        help="comma-separated: sqlite, postgres (default: both, or sqlite alone where PostgreSQL's "
+                             "server binaries are missing)")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)  # the in-process app's recovery warnings would drown the progress lines
     config = dict(QUICK if args.quick else FULL)
+    databases = args.db.split(",") if args.db else ["sqlite", *(["postgres"] if postgres_available() else [])]
+    only = set(args.only.split(","))
+    if "3" in only or "6" in only:
+        only.add("1")  # their floors are the throughput of the same run
     started = time.monotonic()
-    results = run(config, set(args.only.split(",")))
-    rows = build_rows(results, cores())
+    results = {database: run(config, only, database) for database in databases}
+    rows = [row for database in databases for row in build_rows(results[database], cores(), database)]
     document = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"), "quick": args.quick,
         "seconds": round(time.monotonic() - started), "machine": machine(), "config": config,
-        "results": results, "rows": rows,
+        "databases": databases, "results": results, "rows": rows,
         "all_targets_pass": all(r["pass"] for r in rows if r["target"]),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -182,9 +212,16 @@ def main(argv: list[str] | None = None) -> int:
     m = document["machine"]
     print(f"Recur bench ({'quick' if args.quick else 'full'}), {document['when']}, {document['seconds']} s: "
           f"{m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}, redis-server "
-          f"{m['redis_server']}, rq {m['rq']}, rq-scheduler {m['rq-scheduler']}, SQLite {m['sqlite']}")
+          f"{m['redis_server']}, rq {m['rq']}, rq-scheduler {m['rq-scheduler']}, SQLite {m['sqlite']}, "
+          f"PostgreSQL {m['postgres']}")
     print(render(rows))
-    print(f"targets: {'all PASS' if document['all_targets_pass'] else 'some FAIL'}; JSON in {args.out}")
+    targets = [r for r in rows if r["target"]]
+    for r in targets:
+        if r["pass"] is not True:
+            print(f"  {'FAIL' if r['pass'] is False else 'n/a '}: [{r['database']}] {r['scenario']}, {r['figure']}")
+    held = sum(1 for r in targets if r["pass"])
+    print(f"targets: {held} of {len(targets)} hold ({'all PASS' if document['all_targets_pass'] else 'some FAIL'}) "
+          f"on {', '.join(databases)}; JSON in {args.out}")
     return 0
 
 

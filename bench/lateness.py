@@ -43,11 +43,12 @@ def _expected(due: Callable[[int], float], count: int, interval: int, end: int) 
 # --- Recur -------------------------------------------------------------------------------------------
 
 
-def recur_steady(bench: Bench, schedules: int, interval: int, seconds: int, workers: int) -> dict[str, Any]:
+def recur_steady(bench: Bench, schedules: int, interval: int, seconds: int, workers: int,
+                 mode: str = "default") -> dict[str, Any]:
     env = bench.recur("lateness")
     try:
         workflow = env.workflow()
-        env.start_workers(workers, simple=True)
+        env.start_workers(workers, mode)
         start = math.ceil(time.time()) + SETUP_SECONDS
         due = steady_due(schedules, interval, start)
         env.insert_schedules(workflow, schedules, interval, lambda i: utc(due(i)))
@@ -64,11 +65,11 @@ def recur_steady(bench: Bench, schedules: int, interval: int, seconds: int, work
             "setup_overran": setup_overran}
 
 
-def recur_herd(bench: Bench, count: int, workers: int) -> dict[str, Any]:
+def recur_herd(bench: Bench, count: int, workers: int, mode: str = "default") -> dict[str, Any]:
     env = bench.recur("herd")
     try:
         workflow = env.workflow()
-        env.start_workers(workers, simple=True)
+        env.start_workers(workers, mode)
         due = math.ceil(time.time()) + SETUP_SECONDS
         env.insert_schedules(workflow, count, 3600, lambda _: utc(due))
         env.reconcile()

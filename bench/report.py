@@ -41,35 +41,44 @@ def row(scenario: str, figure: str, unit: str, recur: Any, baselines: list[tuple
     return lines
 
 
-def build_rows(results: dict[str, Any], cores: int) -> list[Row]:
+def build_rows(results: dict[str, Any], cores: int, database: str = "sqlite") -> list[Row]:
+    rows = _build_rows(results, cores)
+    for item in rows:
+        item["database"] = database
+    return rows
+
+
+def _throughput_rows(tp: dict[str, Any], cores: int) -> list[Row]:
+    """The default worker against both of bare RQ's worker classes (the issue's targets), then the other
+    modes against the bare class they match."""
+    rows: list[Row] = []
+    for workers in sorted({int(key.rsplit("x", 1)[1]) for key in tp["recur"]}):
+        def rate(system: str, kind: str, w: int = workers) -> Any:
+            result = tp[system].get(f"{kind}x{w}")
+            value = _get(result, "per_worker")
+            return value if value is not None else (result or {}).get("error")
+
+        default = rate("recur", "default")
+        for bare, bare_name, limit in (("forking", "Worker", 2.0), ("simple", "SimpleWorker", 0.8)):
+            ratio = _ratio(default, rate("rq", bare))
+            rows += row("1 throughput", f"fires/s per worker, default (isolating) x{workers}", "/s", default,
+                        [(f"bare RQ {bare_name} x{workers} no-op", rate("rq", bare))],
+                        f"ratio >= {limit:g}", None if ratio is None else ratio >= limit)
+        for mode, bare, bare_name in (("simple", "simple", "SimpleWorker"), ("fork", "forking", "Worker")):
+            rows += row("1 throughput", f"fires/s per worker, --{mode} x{workers}", "/s", rate("recur", mode),
+                        [(f"bare RQ {bare_name} x{workers} no-op", rate("rq", bare))])
+    return rows
+
+
+def _build_rows(results: dict[str, Any], cores: int) -> list[Row]:
     rows: list[Row] = []
     tp = results.get("throughput")
     if tp:
-        for kind, bare_name in (("simple", "SimpleWorker"), ("forking", "Worker")):
-            for workers in sorted({1, cores}):
-                key = f"{kind}x{workers}"
-                recur = _get(tp["recur"].get(key), "per_worker")
-                bare = _get(tp["rq"].get(key), "per_worker")
-                ratio = _ratio(recur, bare)
-                rows += row("1 throughput", f"fires/s per worker, {kind} x{workers}", "/s", recur,
-                            [(f"bare RQ {bare_name} x{workers} no-op", bare or tp["rq"].get(key, {}).get("error"))],
-                            "ratio >= 0.60", None if ratio is None else ratio >= 0.6)
-        for workers in sorted({1, cores}):  # the default worker (Procfile), against both RQ worker classes
-            pool = _get(tp["recur"].get(f"poolx{workers}"), "per_worker")
-            forking = _get(tp["rq"].get(f"forkingx{workers}"), "per_worker")
-            simple = _get(tp["rq"].get(f"simplex{workers}"), "per_worker")
-            if pool is None:
-                continue
-            vs_fork, vs_simple = _ratio(pool, forking), _ratio(pool, simple)
-            rows += row("1 throughput", f"fires/s per worker, default worker (pool) x{workers}", "/s", pool,
-                        [(f"bare RQ Worker x{workers} no-op", forking)], "ratio >= 2.0",
-                        None if vs_fork is None else vs_fork >= 2.0)
-            rows += row("1 throughput", f"fires/s per worker, default worker (pool) x{workers}", "/s", pool,
-                        [(f"bare RQ SimpleWorker x{workers} no-op", simple)], "ratio >= 0.80",
-                        None if vs_simple is None else vs_simple >= 0.8)
+        rows += _throughput_rows(tp, cores)
     for steady in results.get("lateness") or []:
         recur = steady["recur"]
-        baselines = [("RQ enqueue_at + its scheduler", steady["rq"]), ("rq-scheduler interval", steady["rqs"])]
+        baselines = [(f"Recur --{mode} worker", result) for mode, result in (steady.get("modes") or {}).items()]
+        baselines += [("RQ enqueue_at + its scheduler", steady["rq"]), ("rq-scheduler interval", steady["rqs"])]
         load = f"{steady['schedules']} @ {steady['interval']}s for {steady['seconds']}s"
         for key, label, limit in (("p50_ms", "lateness p50", None), ("p99_ms", "lateness p99", 100.0),
                                   ("max_ms", "lateness max", 250.0)):
@@ -97,7 +106,7 @@ def build_rows(results: dict[str, Any], cores: int) -> list[Row]:
         recur_floor = herd.get("recur_floor_seconds")
         rq_floor = herd.get("rq_floor_seconds")
         recur_x = _ratio(_get(recur, "drain_seconds"), recur_floor)
-        rows += row("3 herd", f"drain / throughput floor ({recur_floor} s Recur, {rq_floor} s bare RQ)", "x",
+        rows += row("3 herd", f"drain / throughput floor ({recur_floor} s Recur default, {rq_floor} s bare RQ)", "x",
                     None if recur_x is None else round(recur_x, 2),
                     [(n, None if _ratio(_get(b, "drain_seconds"), rq_floor) is None
                       else round(_ratio(_get(b, "drain_seconds"), rq_floor) or 0, 2)) for n, b in baselines],
@@ -125,7 +134,7 @@ def build_rows(results: dict[str, Any], cores: int) -> list[Row]:
                         [("RQ: Redis per scheduled job", _get(rq, "redis_bytes_per_job"))],
                         "<= 2048 B", None if per is None else per <= 2048)
             mb = _get(recur, "database_bytes")
-            rows += row("4 scale", f"{label}: database size (SQLite)", "MB",
+            rows += row("4 scale", f"{label}: database size", "MB",
                         None if mb is None else round(mb / 1e6, 1),
                         [("RQ: Redis for the same jobs", None if _get(rq, "redis_bytes_per_job") is None
                           else round(_get(rq, "redis_bytes_per_job") * n / 1e6, 1))])
@@ -139,6 +148,47 @@ def build_rows(results: dict[str, Any], cores: int) -> list[Row]:
             rows += row("5 API", f"{label} ({api['requests']} requests)", "ms", value,
                         [("bare Flask+gunicorn, same shapes", _get(floor, key) or floor.get("error"))],
                         f"<= {limit:g} ms" if limit else "", None if limit is None or value is None else value <= limit)
+    rows += _burst_rows(results.get("burst"))
+    rows += _memory_rows(results.get("memory"))
+    return rows
+
+
+def _burst_rows(burst: Any) -> list[Row]:
+    if not burst:
+        return []
+    rate_floor = burst.get("floor_seconds")
+    label = f"floor: max({burst.get('count', '?')} / default throughput, due spread)"
+    if "error" in burst:
+        return row("6 burst", "round drained after", "s", None, [(label, burst["error"])], "<= 1.2 x floor", None)
+    count, interval = burst["count"], burst["interval"]
+    rows = row("6 burst", f"{count} created through the API (8 clients) in", "s", burst["create_seconds"],
+               [("round 1: spread of due times", burst["rounds"][0]["due_spread_seconds"])])
+    for entry in burst["rounds"]:
+        # A round cannot drain before its last run is due (the burst's own span), nor faster than throughput.
+        floor = None if rate_floor is None else max(rate_floor, entry["due_spread_seconds"])
+        drain = entry["drain_seconds"]
+        ratio = _ratio(drain, floor)
+        rows += row("6 burst", f"round {entry['round']} of {count} @ {interval}s: last started after first due", "s",
+                    drain, [(label, floor)], "<= 1.2 x floor", None if ratio is None else ratio <= 1.2)
+        rows += row("6 burst", f"round {entry['round']}: lateness p99 / max", "ms", entry["lateness_p99_ms"],
+                    [("max", entry["lateness_max_ms"])])
+        rows += row("6 burst", f"round {entry['round']}: runs started early", "runs", entry["early"],
+                    [("runs in the round", entry["runs"])], "== 0", entry["early"] == 0)
+    return rows
+
+
+def _memory_rows(memory: Any) -> list[Row]:
+    if not memory:
+        return []
+    if "error" in memory:
+        return row("7 memory", "worker RSS", "MB", None, [("first mark", memory["error"])], "ratio <= 1.2", None)
+    first, last = memory["marks"][0], memory["marks"][-1]
+    ratio = _ratio(last["worker_rss_mb"], first["worker_rss_mb"])
+    rows = row("7 memory", f"default worker RSS after {last['links']:,} links", "MB", last["worker_rss_mb"],
+               [(f"after {first['links']:,} links", first["worker_rss_mb"])], "ratio <= 1.2",
+               None if ratio is None else ratio <= 1.2)
+    rows += row("7 memory", f"its work process RSS after {last['links']:,} links", "MB", last["work_process_rss_mb"],
+                [(f"after {first['links']:,} links", first["work_process_rss_mb"])])
     return rows
 
 
@@ -155,22 +205,24 @@ def _fmt(value: Any) -> str:
 
 
 def render(rows: list[Row]) -> str:
-    headers = ["scenario", "figure", "unit", "Recur", "baseline", "value", "ratio", "target", "result"]
+    headers = ["db", "scenario", "figure", "unit", "Recur", "baseline", "value", "ratio", "target", "result"]
     table = []
     previous = None
     for item in rows:
-        same = previous is not None and (item["scenario"], item["figure"]) == previous
-        previous = (item["scenario"], item["figure"])
+        key = (item.get("database"), item["scenario"], item["figure"])
+        same = previous is not None and key == previous
+        previous = key
         result = "" if item["pass"] is None else ("PASS" if item["pass"] else "FAIL")
         if item["target"] and item["pass"] is None:
             result = "n/a"
         table.append([
+            "" if same else str(item.get("database") or ""),
             "" if same else item["scenario"], "" if same else item["figure"], "" if same else item["unit"],
             "" if same else _fmt(item["recur"]), item["baseline"], _fmt(item["baseline_value"]),
             "-" if item["ratio"] is None else f"{item['ratio']:.2f}", item["target"], result,
         ])
     widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(headers)]
-    numeric = {3, 5, 6}
+    numeric = {4, 6, 7}
     lines = []
 
     def fmt_line(cells: list[str]) -> str:

@@ -1,12 +1,15 @@
-"""The processes a scenario needs: one redis-server for the whole run, Recur apps on fresh SQLite
-files, Recur workers (worker.py), bare RQ workers, rq-scheduler, gunicorn. All on this machine."""
+"""The processes a scenario needs: one redis-server for the whole run, Recur apps on fresh databases (a
+SQLite file each, or a database each on one throwaway PostgreSQL server), Recur workers (worker.py), bare
+RQ workers, rq-scheduler, gunicorn. All on this machine."""
 
 from __future__ import annotations
 
 import math
 import os
 import sqlite3
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,7 +21,8 @@ from typing import Any
 from flask import Flask
 from redis import Redis
 from rq import Worker
-from sqlalchemy import insert
+from sqlalchemy import create_engine, insert, text
+from sqlalchemy.engine import Engine, make_url
 
 from app import create_app, ensure_schema
 from app.extensions import db
@@ -26,6 +30,15 @@ from app.models import ScheduledJob, ScheduleStatus, Workflow
 from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
 
 BASELINE_QUEUE = "bench"
+ROOT = Path(__file__).resolve().parent.parent
+
+# worker.py's modes: the Procfile's (no flag: the isolating worker), then the other two.
+WORKER_MODES: dict[str, list[str]] = {"default": [], "fork": ["--fork"], "simple": ["--simple"]}
+MODE_LABELS = {"default": "default (isolating)", "fork": "--fork", "simple": "--simple"}
+
+
+def postgres_available() -> bool:
+    return any(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
 
 
 def cores() -> int:
@@ -40,9 +53,11 @@ def utc(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
-def _epoch(stored: str) -> float:
-    """A naive-UTC timestamp as the app stores it in SQLite, as epoch seconds."""
-    return datetime.fromisoformat(stored).replace(tzinfo=UTC).timestamp()
+def _epoch(stored: str | datetime) -> float:
+    """A timestamp as the database returns it (SQLite: naive-UTC text; PostgreSQL: a datetime), as epoch
+    seconds."""
+    value = datetime.fromisoformat(stored) if isinstance(stored, str) else stored
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
 
 
 # The first admin, which the migrations create: the bench's rows belong to it.
@@ -50,13 +65,33 @@ ADMIN_OWNER_ID = 1
 
 
 class Bench:
-    """Owns the run's redis-server and a scratch directory; hands out fresh Recur environments."""
+    """Owns the run's redis-server, its PostgreSQL server (`database="postgres"`) and a scratch directory;
+    hands out fresh Recur environments."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, database: str = "sqlite") -> None:
         self.workdir = workdir
+        self.database = database
         self.redis_server = RedisServer(workdir)
         self.redis = Redis.from_url(self.redis_server.url)
         self._count = 0
+        self._pg_dir: Path | None = None
+        self.postgres_url: str | None = None
+        if database == "postgres":
+            self._pg_dir = Path(tempfile.mkdtemp(prefix="recur-bench-pg."))
+            self.postgres_url = subprocess.run([str(ROOT / "scripts" / "pg-throwaway"), "start", str(self._pg_dir)],
+                                               check=True, capture_output=True, text=True).stdout.strip()
+
+    def new_database(self, name: str) -> str:
+        """A fresh database for one environment: its DATABASE_URL."""
+        if self.postgres_url is None:
+            return f"sqlite:///{self.workdir / name / 'recur.db'}"
+        server = make_url(self.postgres_url).set(drivername="postgresql+psycopg")
+        admin = create_engine(server, isolation_level="AUTOCOMMIT")
+        database = f"bench_{self._count:02d}"
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{database}"'))
+        admin.dispose()
+        return server.set(database=database).render_as_string(hide_password=False)
 
     def fresh_redis(self) -> Redis:
         self.redis.flushall()  # our own redis-server on a free port, never a shared one
@@ -73,18 +108,24 @@ class Bench:
 
     def stop(self) -> None:
         self.redis_server.stop()
+        if self._pg_dir is not None:
+            subprocess.run([str(ROOT / "scripts" / "pg-throwaway"), "stop", str(self._pg_dir)], check=False)
 
 
 class RecurEnv:
-    """A Recur deployment: a fresh SQLite database, the bench's Redis, and an in-process app on both."""
+    """A Recur deployment: a fresh database, the bench's Redis, and an in-process app on both."""
 
     def __init__(self, bench: Bench, directory: Path, settings: dict[str, str]) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.bench = bench
         self.directory = directory
         self.db_path = directory / "recur.db"
+        self.database_url = bench.new_database(directory.name)
+        self._reader: Engine | None = None
+        if not self.database_url.startswith("sqlite"):
+            self._reader = create_engine(self.database_url, isolation_level="AUTOCOMMIT", pool_size=1)
         self.env = {
-            "DATABASE_URL": f"sqlite:///{self.db_path}",
+            "DATABASE_URL": self.database_url,
             "REDIS_URL": bench.redis_server.url,
             "RECUR_QUEUE": "recur",
             "RECUR_TASK_MODULES": "",
@@ -143,12 +184,20 @@ class RecurEnv:
 
     def _read(self, sql: str) -> list[tuple[Any, ...]]:
         """Read with a plain read-only connection: in WAL mode it never takes the write lock that
-        the app's transactions (BEGIN IMMEDIATE) take, so polling does not slow the workers down."""
+        the app's transactions (BEGIN IMMEDIATE) take, so polling does not slow the workers down.
+        (On PostgreSQL: an autocommit connection of the bench's own.)"""
+        if self._reader is not None:
+            with self._reader.connect() as pg:
+                return [tuple(row) for row in pg.execute(text(sql)).all()]
         connection = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)
         try:
             return connection.execute(sql).fetchall()
         finally:
             connection.close()
+
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        """Rows of `sql` against this environment's database, read as _read does."""
+        return self._read(sql)
 
     def finished_runs(self) -> int:
         return int(self._read("SELECT count(*) FROM runs WHERE status != 'running'")[0][0])
@@ -158,10 +207,9 @@ class RecurEnv:
         return [(_epoch(nominal), _epoch(started), status)
                 for nominal, started, status in self._read("SELECT scheduled_for, started_at, status FROM runs")]
 
-    def start_workers(self, count: int, simple: bool = False, mode: str | None = None) -> None:
-        """`mode`: "pool" (worker.py's default, the Procfile's), "forking" (--fork) or "simple" (--simple)."""
-        mode = mode or ("simple" if simple else "forking")
-        extra = {"simple": ["--simple"], "forking": ["--fork"], "pool": []}[mode]
+    def start_workers(self, count: int, mode: str = "default", *more: str) -> None:
+        """`count` worker.py processes in `mode` (a key of WORKER_MODES), with `more` arguments."""
+        extra = [*WORKER_MODES[mode], *more]
         for index in range(count):
             log = self.directory / f"worker{len(self.workers)}.log"
             self.workers.append(start_worker(self.env, log, *extra, "--name", f"bench-recur-{index}-{os.getpid()}"))
@@ -176,7 +224,10 @@ class RecurEnv:
             db.engine.dispose()
 
     def database_bytes(self) -> int:
-        """Size of the SQLite file once its write-ahead log is folded in (call after stop())."""
+        """Size of the SQLite file once its write-ahead log is folded in (call after stop()); on PostgreSQL,
+        pg_database_size."""
+        if self._reader is not None:
+            return int(self._read("SELECT pg_database_size(current_database())")[0][0])
         connection = sqlite3.connect(self.db_path, isolation_level=None, timeout=30)
         try:
             connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -16,13 +16,14 @@ from bench.tasks import noop
 from tests.servers import wait_for
 
 
-def recur(bench: Bench, workers: int, simple: bool, count: int, mode: str | None = None) -> dict[str, Any]:
-    """`count` schedules all due at once, drained by `workers` Recur workers: claim, run record, task,
-    commit, successor (the successors land an hour later)."""
+def recur(bench: Bench, workers: int, mode: str, count: int) -> dict[str, Any]:
+    """`count` schedules all due at once, drained by `workers` Recur workers of `mode` (a key of
+    bench.stack.WORKER_MODES): claim, run record, task, commit, successor (the successors land an hour
+    later)."""
     env = bench.recur("throughput")
     try:
         workflow = env.workflow()
-        env.start_workers(workers, simple, mode)
+        env.start_workers(workers, mode)
         due = time.time() + 1.0
         env.insert_schedules(workflow, count, 3600, lambda _: utc(int(due)))
         env.reconcile()

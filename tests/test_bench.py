@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.stack import postgres_available
+
 pytestmark = pytest.mark.bench
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +26,12 @@ def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
     document = json.loads(out.read_text())
     rows = document["rows"]
-    assert {row["scenario"] for row in rows} == {"1 throughput", "2 steady load", "3 herd", "4 scale", "5 API"}
+    scenarios = {"1 throughput", "2 steady load", "3 herd", "4 scale", "5 API", "6 burst", "7 memory"}
+    assert document["databases"] == ["sqlite", *(["postgres"] if postgres_available() else [])]
+    for database in document["databases"]:
+        assert {row["scenario"] for row in rows if row["database"] == database} == scenarios, database
+    default_rows = {row["figure"] for row in rows if row["scenario"] == "1 throughput"}
+    assert any(figure.startswith("fires/s per worker, default (isolating) x") for figure in default_rows), default_rows
     missing = [row for row in rows
                if not isinstance(row["recur"], int | float) or not isinstance(row["baseline_value"], int | float)]
     assert not missing, missing
