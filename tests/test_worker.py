@@ -27,9 +27,10 @@ def test_task_that_kills_its_process_does_not_kill_the_chain(real_app, fake_cloc
     assert scheduled_ids(real_app) == [link_id(schedule.id, 0, 1)]
 
 
-def test_the_worker_heartbeat_is_sent_once_a_second_not_three_times_a_link(real_app, fake_clock):
-    """RQ sends its worker heartbeat (HSET, EXPIRE, EXPIRE) before and after each dequeue and after each job:
-    nine round trips a link. Recur's workers send it at most once a second. Watched on the real server with
+def test_the_worker_heartbeat_and_suspension_check_are_sent_once_a_second_not_for_every_link(real_app, fake_clock):
+    """RQ sends its worker heartbeat (HSET, EXPIRE, EXPIRE) before and after each dequeue and after each job
+    (nine round trips a link) and checks for `rq suspend` before each job. Recur's workers do each at most
+    once a second. Watched on the real server with
     MONITOR: the EXPIREs of the worker's key while 30 links are drained."""
     import threading
     import time
@@ -47,7 +48,8 @@ def test_the_worker_heartbeat_is_sent_once_a_second_not_three_times_a_link(real_
     assert Mover(get_redis(real_app), get_queue(real_app)).move_due(due) == len(schedules)
     worker = RecurPoolWorker([get_queue(real_app)], connection=get_redis(real_app), name="beat-test",
                              limits=Limits())
-    seen: list[bytes] = []
+    seen: list[str] = []
+    suspension_checks: list[str] = []
     watcher = Redis(connection_pool=get_redis(real_app).connection_pool.__class__(
         **get_redis(real_app).connection_pool.connection_kwargs))
     monitor = watcher.monitor().__enter__()
@@ -65,6 +67,8 @@ def test_the_worker_heartbeat_is_sent_once_a_second_not_three_times_a_link(real_
                 in_multi.discard(client)
             elif command.startswith("expire rq:worker:beat-test ") and client not in in_multi:
                 seen.append(command)
+            elif command == "exists rq:suspended":
+                suspension_checks.append(command)
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
@@ -77,6 +81,7 @@ def test_the_worker_heartbeat_is_sent_once_a_second_not_three_times_a_link(real_
     thread.join(5)
     assert sum(1 for r in runs_of_all(schedules) if r.status == "succeeded") == len(schedules)
     assert 1 <= len(seen) <= seconds + 2, (len(seen), seconds)  # before: 3 per link, 90 here
+    assert 1 <= len(suspension_checks) <= seconds + 2, (len(suspension_checks), seconds)  # before: 1 per link
 
 
 def runs_of_all(schedules):  # type: ignore[no-untyped-def]
