@@ -16,14 +16,12 @@ import os
 import socket
 from typing import Any
 
-from rq import SimpleWorker
-
 import app.chain.link  # noqa: F401  (imported once here, not by every work horse)
 from app import create_app, ensure_schema
 from app.background import background_process_main, reconcile_once
 from app.chain import state
 from app.chain.pool import Limits
-from app.chain.worker import RecurPoolWorker, RecurWorker
+from app.chain.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
 from app.extensions import db, get_queue, get_redis
 
 log = logging.getLogger("recur.worker")
@@ -63,7 +61,7 @@ def main() -> None:
     with app.app_context():
         queues, redis = [get_queue(app)], get_redis(app)
         if args.simple:
-            worker: Any = SimpleWorker(queues, connection=redis, name=name)
+            worker: Any = RecurSimpleWorker(queues, connection=redis, name=name)
         elif args.fork:
             worker = RecurWorker(queues, connection=redis, name=name)
         else:

@@ -78,8 +78,10 @@ class Bench:
         self.postgres_url: str | None = None
         if database == "postgres":
             self._pg_dir = Path(tempfile.mkdtemp(prefix="recur-bench-pg."))
+            # PostgreSQL's durable defaults (fsync, synchronous_commit), as a production server runs
+            durable = {**os.environ, "RECUR_PG_DURABLE": "1"}
             self.postgres_url = subprocess.run([str(ROOT / "scripts" / "pg-throwaway"), "start", str(self._pg_dir)],
-                                               check=True, capture_output=True, text=True).stdout.strip()
+                                               check=True, capture_output=True, text=True, env=durable).stdout.strip()
 
     def new_database(self, name: str) -> str:
         """A fresh database for one environment: its DATABASE_URL."""

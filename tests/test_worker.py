@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from app.chain.ids import link_id
 from app.chain.mover import Mover
 from app.chain.worker import RecurWorker
@@ -27,10 +29,12 @@ def test_task_that_kills_its_process_does_not_kill_the_chain(real_app, fake_cloc
     assert scheduled_ids(real_app) == [link_id(schedule.id, 0, 1)]
 
 
-def test_the_worker_heartbeat_and_suspension_check_are_sent_once_a_second_not_for_every_link(real_app, fake_clock):
+@pytest.mark.parametrize("mode", ["default", "fork", "simple"])
+def test_the_worker_heartbeat_and_suspension_check_are_sent_once_a_second_not_for_every_link(
+        real_app, fake_clock, mode):
     """RQ sends its worker heartbeat (HSET, EXPIRE, EXPIRE) before and after each dequeue and after each job
-    (nine round trips a link) and checks for `rq suspend` before each job. Recur's workers do each at most
-    once a second. Watched on the real server with
+    (nine round trips a link) and checks for `rq suspend` before each job. Recur's workers, in each of
+    worker.py's modes, do each at most once a second. Watched on the real server with
     MONITOR: the EXPIREs of the worker's key while 30 links are drained."""
     import threading
     import time
@@ -38,7 +42,7 @@ def test_the_worker_heartbeat_and_suspension_check_are_sent_once_a_second_not_fo
     from redis import Redis
 
     from app.chain.pool import Limits
-    from app.chain.worker import RecurPoolWorker
+    from app.chain.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
 
     now = datetime.now(UTC)
     fake_clock.set(now)
@@ -46,8 +50,11 @@ def test_the_worker_heartbeat_and_suspension_check_are_sent_once_a_second_not_fo
     due = next_due(real_app)
     fake_clock.set(due)
     assert Mover(get_redis(real_app), get_queue(real_app)).move_due(due) == len(schedules)
-    worker = RecurPoolWorker([get_queue(real_app)], connection=get_redis(real_app), name="beat-test",
-                             limits=Limits())
+    queues, redis = [get_queue(real_app)], get_redis(real_app)
+    if mode == "default":
+        worker = RecurPoolWorker(queues, connection=redis, name="beat-test", limits=Limits())
+    else:
+        worker = (RecurWorker if mode == "fork" else RecurSimpleWorker)(queues, connection=redis, name="beat-test")
     seen: list[str] = []
     suspension_checks: list[str] = []
     watcher = Redis(connection_pool=get_redis(real_app).connection_pool.__class__(

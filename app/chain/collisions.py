@@ -147,7 +147,12 @@ _OTHERS_RUNNING = driver.Statement(
 
 def another_is_running(tx: driver.Transaction, schedule_id: str) -> bool:
     """Whether a run of this schedule is going (the caller's own row not inserted yet)."""
-    return tx.first(_OTHERS_RUNNING, {"p_schedule_id": schedule_id}) is not None
+    return send_running_check(tx, schedule_id).first() is not None
+
+
+def send_running_check(tx: driver.Transaction, schedule_id: str) -> driver.Pending:
+    """another_is_running, sent now and read later (a row: yes)."""
+    return tx.send(_OTHERS_RUNNING, {"p_schedule_id": schedule_id})
 
 
 # SKIP LOCKED (PostgreSQL; SQLite has one writer anyway): a run whose finish holds its row is ending by

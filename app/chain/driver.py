@@ -6,6 +6,12 @@ out is its per-execution machinery (cache keys, execution contexts, result objec
 cost several times the database's own work for a link's short statements: a claim and a finish took
 1.5 ms through Core and 0.25 ms on the driver (SQLite, this machine). Everything else, the API and
 recovery included, goes through SQLAlchemy as usual.
+
+On PostgreSQL a transaction may run in the driver's pipeline mode (`transaction(engine, pipelined=True)`):
+a statement that returns nothing is sent without waiting for its answer, and goes with the next one whose
+rows are read or with the COMMIT; `send()` starts a statement whose rows are read later, so several reads
+cost one round trip. The server runs them in the order sent, each as it would run alone. On SQLite, which
+runs in this process, every statement runs when it is called.
 """
 
 from __future__ import annotations
@@ -89,13 +95,35 @@ def _render(statement: Any, dialect: Dialect) -> _Rendered:
     )
 
 
+class Pending:
+    """A statement sent in a pipelined transaction whose rows are read later (rows(), first())."""
+
+    def __init__(self, tx: Transaction, rendered: _Rendered, cursor: Any, params: Any,
+                 raw: list[Any] | None = None) -> None:
+        self._tx = tx
+        self._rendered = rendered
+        self._cursor = cursor
+        self._params = params
+        self._raw = raw
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        if self._raw is None:
+            self._raw = self._tx._fetch(self._cursor, self._rendered, self._params)
+        return [self._rendered.row(row) for row in self._raw]
+
+    def first(self) -> tuple[Any, ...] | None:
+        rows = self.rows()
+        return rows[0] if rows else None
+
+
 class Transaction:
     """One transaction on one pooled driver connection; see transaction()."""
 
-    def __init__(self, connection: Any, dialect: Dialect) -> None:
+    def __init__(self, connection: Any, dialect: Dialect, pipelined: bool = False) -> None:
         self._connection = connection
         self._cursor = connection.cursor()
         self._dialect = dialect
+        self.pipelined = pipelined
         self.rolled_back = False
         # Run after a successful commit (metrics of what the transaction recorded); never after a rollback.
         self.after_commit: list[Callable[[], None]] = []
@@ -104,13 +132,35 @@ class Transaction:
         """Run the statement; returns its rows (RETURNING or SELECT), each converted as SQLAlchemy would."""
         rendered = statement.rendered(self._dialect)
         params = rendered.parameters(values or {})
-        cursor = self._cursor
+        self._send(self._cursor, rendered, params)
+        raw = self._fetch(self._cursor, rendered, params)
+        return [rendered.row(row) for row in raw]
+
+    def send(self, statement: Statement, values: Mapping[str, Any] | None = None) -> Pending:
+        """Start the statement; its rows are read by the Pending's rows() or first(). Pipelined, what is
+        sent before that read shares its round trip; otherwise the statement runs now."""
+        rendered = statement.rendered(self._dialect)
+        params = rendered.parameters(values or {})
+        if not self.pipelined:
+            self._send(self._cursor, rendered, params)
+            return Pending(self, rendered, self._cursor, params, self._fetch(self._cursor, rendered, params))
+        cursor = self._connection.cursor()  # a cursor of its own: it keeps this statement's rows
+        self._send(cursor, rendered, params)
+        return Pending(self, rendered, cursor, params)
+
+    def _send(self, cursor: Any, rendered: _Rendered, params: Any) -> None:
         try:
             cursor.execute(rendered.sql, params)
-            raw = cursor.fetchall() if rendered.columns else []  # read to the end: SQLite applies as it steps
         except self._dialect.loaded_dbapi.Error as exc:
             raise self._wrapped(exc, rendered.sql, params) from exc
-        return [rendered.row(row) for row in raw]
+
+    def _fetch(self, cursor: Any, rendered: _Rendered, params: Any) -> list[Any]:
+        if not rendered.columns:
+            return []  # pipelined: its answer comes with the next read or the COMMIT
+        try:
+            return list(cursor.fetchall())  # read to the end: SQLite applies as it steps
+        except self._dialect.loaded_dbapi.Error as exc:
+            raise self._wrapped(exc, rendered.sql, params) from exc
 
     def first(self, statement: Statement, values: Mapping[str, Any] | None = None) -> tuple[Any, ...] | None:
         rows = self.execute(statement, values)
@@ -151,22 +201,36 @@ class Transaction:
 
 
 @contextlib.contextmanager
-def transaction(engine: Engine) -> Iterator[Transaction]:
+def transaction(engine: Engine, pipelined: bool = False) -> Iterator[Transaction]:
     """Commits at the end of the block, rolls back on an exception; the connection goes back to the pool
-    either way (and the pool resets it)."""
+    either way (and the pool resets it). `pipelined` asks for the driver's pipeline mode where the
+    driver has one (psycopg); elsewhere it changes nothing."""
     connection = engine.raw_connection()
     try:
-        tx = Transaction(connection, engine.dialect)
-        tx._begin()
-        try:
-            yield tx
-        except BaseException:
-            with contextlib.suppress(Exception):
-                tx.rollback()
-            raise
-        tx._commit()
+        pipeline = _pipeline(connection) if pipelined else None
+        with pipeline if pipeline is not None else contextlib.nullcontext():
+            tx = Transaction(connection, engine.dialect, pipelined=pipeline is not None)
+            tx._begin()
+            try:
+                yield tx
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    tx.rollback()
+                raise
+            tx._commit()
         if not tx.rolled_back:
             for hook in tx.after_commit:
                 hook()
     finally:
         connection.close()
+
+
+def _pipeline(connection: Any) -> Any:
+    """psycopg's pipeline mode on this pooled connection, or None (another driver, or a libpq without it)."""
+    dbapi = connection.dbapi_connection
+    pipeline = getattr(dbapi, "pipeline", None)
+    if pipeline is None:
+        return None
+    import psycopg  # only here: the driver is psycopg
+
+    return pipeline() if psycopg.Pipeline.is_supported() else None

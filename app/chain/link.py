@@ -169,7 +169,7 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None) -> str:
     """Record the outcome and commit, then in one round trip release the lease and hand off the successor
     (each is one atomic script; they need not be atomic together, so no MULTI/EXEC around them)."""
     with prepared.lease:  # released even if recording fails (the reconciler then writes the run off)
-        schedule = state.finish_run(prepared.claim.run_id, status, error, clock.utcnow())
+        schedule = state.finish_run(prepared.claim.run_id, status, error, clock.utcnow(), prepared.claim.schedule_id)
         with get_redis().pipeline(transaction=False) as pipe:
             prepared.lease.release(pipe)
             if schedule is not None:

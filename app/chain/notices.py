@@ -21,8 +21,10 @@ _STATUS_EVENTS = {
     ScheduleStatus.PAUSED.value: EventType.SCHEDULE_PAUSED,
 }
 _SCHEDULES = ScheduledJob.__table__
+# The breaker setting of a schedule's workflow, by the schedule's id (sent before the schedule is read).
 _HAS_BREAKER = driver.Statement(
-    select(Workflow.breaker_threshold).where(Workflow.id == bindparam("p_id")))
+    select(Workflow.breaker_threshold).where(
+        Workflow.id == select(_SCHEDULES.c.workflow_id).where(_SCHEDULES.c.id == bindparam("p_id")).scalar_subquery()))
 _RECOVERED = driver.Statement(
     update(_SCHEDULES).where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.health == bindparam("p_late")))
     .values(health=bindparam("p_ok"), late_since=bindparam("p_none", type_=UTCDateTime()))
@@ -33,8 +35,13 @@ def _iso(instant: datetime | None) -> str | None:
     return None if instant is None else instant.isoformat().replace("+00:00", "Z")
 
 
+def send_breaker_check(tx: driver.Transaction, schedule_id: str) -> driver.Pending:
+    """Whether the schedule's workflow has a circuit breaker, sent now and read by after_run."""
+    return tx.send(_HAS_BREAKER, {"p_id": schedule_id})
+
+
 def after_run(tx: driver.Transaction, schedule: ScheduledJob, run_id: str, nominal: datetime, trigger: str | None,
-              status: RunStatus, error: str | None, now: datetime) -> None:
+              status: RunStatus, error: str | None, now: datetime, breaker_of: driver.Pending | None = None) -> None:
     event = _RUN_EVENTS.get(status)
     if event is None:  # skipped, cancelled: not a run that ran to an outcome
         return
@@ -43,7 +50,7 @@ def after_run(tx: driver.Transaction, schedule: ScheduledJob, run_id: str, nomin
         "run_id": run_id, "scheduled_for": _iso(nominal), "finished_at": _iso(now), "status": status.value,
         "trigger": trigger, "error": error,
     }, now)
-    has_breaker = tx.first(_HAS_BREAKER, {"p_id": schedule.workflow_id})
+    has_breaker = (breaker_of or send_breaker_check(tx, schedule.id)).first()
     if has_breaker is not None and has_breaker[0] is not None:
         breaker.record(tx, schedule.workflow_id, run_id, status is RunStatus.SUCCEEDED, now)
     if status is RunStatus.SUCCEEDED and schedule.health == "late":

@@ -47,6 +47,7 @@ class Claim:
     detached: bool = False
     successor: ScheduledJob | None = None
     to_stop: tuple[str, ...] = ()
+    schedule_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,23 +141,29 @@ def claim_tick(
         "p_id": schedule_id, "p_revision": revision, "p_repeat": repeat, "p_retry": retry,
         "p_run_id": run_id, "p_now": now, "p_worker": worker,
     }
-    with driver.transaction(db.engine) as tx:  # commits at the end of the block, rolls back on an exception
-        claimed = tx.first(_CLAIM, values)
+    # Pipelined (PostgreSQL): the claim and the reads it usually needs go in one round trip, and the run's
+    # INSERT with the COMMIT. The reads run after the claim's UPDATE, in its transaction: they see its row.
+    with driver.transaction(db.engine, pipelined=True) as tx:  # commits at the end, rolls back on an exception
+        sent = tx.send(_CLAIM, values)
+        running = collisions.send_running_check(tx, schedule_id)
+        is_late = late.is_late(scheduled_for, retry, now)
+        read = tx.send(_READ_CLAIMED, {"p_id": schedule_id}) if is_late else None
+        claimed = sent.first()
         if claimed is None or claimed[3] is None:  # fenced out, or its workflow is gone
             tx.rollback()
             return None
         (name, payload, timeout_seconds, task, overlap, run_through, backlog, workflow_id, limit, policy,
          breaker_threshold) = claimed
         catch_up: CatchUp | None = None
-        if late.is_late(scheduled_for, retry, now):  # the row is ours until the commit: decide on it
-            row = _load_locked(tx, schedule_id)
+        if read is not None:  # late: later ticks may have come due; the row is ours until the commit
+            row = _detached_row(read.first())
             catch_up = late.catch_up_for(row, scheduled_for, now) if row is not None else None
         nominal = catch_up.run if catch_up is not None and catch_up.run is not None else scheduled_for
         values["p_scheduled_for"] = nominal
         if catch_up is not None and catch_up.run is None:  # catch-up runs none of the due ticks
             return _pass(tx, schedule_id, scheduled_for, now, catch_up.missed, "missed")
         detached = policies.is_detached(overlap)
-        if not detached and collisions.another_is_running(tx, schedule_id):  # a run outside the chain
+        if not detached and running.first() is not None:  # a run outside the chain is going
             if policies.overlap.waits_for_running(overlap):
                 tx.rollback()
                 return Wait("a run of the schedule is going")
@@ -190,7 +197,8 @@ def claim_tick(
                                            "p_backlog": RunTrigger.CATCH_UP.value})
         successor = _detach(tx, schedule_id, nominal, now) if detached else None
         tx.after_commit.append(lambda: metrics.run_claimed(nominal, now))
-    return Claim(run_id, task, name, payload, timeout_seconds, nominal, trigger, detached, successor, tuple(to_stop))
+    return Claim(run_id, task, name, payload, timeout_seconds, nominal, trigger, detached, successor, tuple(to_stop),
+                 schedule_id)
 
 
 def _trigger_of(retry: int, scheduled_for: datetime, run_through: datetime | None, backlog: str | None,
@@ -211,7 +219,10 @@ _SAVE_BACKLOG = driver.Statement(
 
 
 def _load_locked(tx: driver.Transaction, schedule_id: str) -> ScheduledJob | None:
-    row = tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id})
+    return _detached_row(tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id}))
+
+
+def _detached_row(row: tuple[Any, ...] | None) -> ScheduledJob | None:
     return _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True))) if row is not None else None
 
 
@@ -269,6 +280,8 @@ _FINISH_RUN = driver.Statement(
     .returning(_RUNS.c.schedule_id, _RUNS.c.scheduled_for, _RUNS.c.started_at, _RUNS.c.trigger)
 )
 _LOAD_SCHEDULE = driver.Statement(select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update())
+# In a claim, after its UPDATE: the row is already locked by this transaction, and a read sees the update.
+_READ_CLAIMED = driver.Statement(select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")))
 # What finishing a run may change; written only while the row still names this run as running.
 _CHAIN_COLUMNS = (
     "status", "current_repeat", "current_retry", "next_run_at", "run_count", "error_count", "last_error",
@@ -342,29 +355,39 @@ def _detached(values: dict[str, Any]) -> ScheduledJob:
     return schedule
 
 
-def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime) -> ScheduledJob | None:
+def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
+               schedule_id: str | None = None) -> ScheduledJob | None:
     """Record the outcome of a claimed run and advance the schedule by the success/retry/skip rules.
 
     Compare-and-set on the run: only the first to finish a run (the link itself, the worker that saw
     its horse die, or the reconciler that found it lost) applies the outcome; the others get None.
     Returns the schedule as committed, detached from the session (a snapshot to hand off from).
+    A caller that knows the run's schedule passes `schedule_id`: the run's UPDATE, the schedule's locked
+    read and its workflow's breaker setting then go in one round trip (pipelined, on PostgreSQL), in the
+    same order as one after another (the run's row, then the schedule's).
     """
     end_session_transaction()
-    with driver.transaction(db.engine) as tx:  # commits at the end of the block, rolls back on an exception
-        finished = tx.first(_FINISH_RUN, {
+    with driver.transaction(db.engine, pipelined=True) as tx:  # commits at the end, rolls back on an exception
+        sent = tx.send(_FINISH_RUN, {
             "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
         })
+        known = schedule_id
+        loaded = tx.send(_LOAD_SCHEDULE, {"p_id": known}) if known is not None else None
+        breaker_of = notices.send_breaker_check(tx, known) if known is not None else None
+        finished = sent.first()
         if finished is None:
             tx.rollback()
             return None
         schedule_id, nominal, _started, trigger = finished
         tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, finished[2], now))
-        row = tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id})
+        if loaded is None or schedule_id != known:
+            loaded, breaker_of = tx.send(_LOAD_SCHEDULE, {"p_id": schedule_id}), None
+        row = loaded.first()
         if row is None:  # deleted: keep the run's record, touch nothing else
             return None
         schedule = _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
         before = schedule.status
-        notices.after_run(tx, schedule, run_id, nominal, trigger, status, error, now)
+        notices.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, breaker_of)
         if schedule.running_run_id != run_id:
             # A run outside the chain (manual, backfill, a detached tick), or a chain run already written
             # off (whose record was finished first, so it never gets here).

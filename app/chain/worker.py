@@ -10,9 +10,9 @@ import os
 import select
 import signal
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rq import Worker
+from rq import SimpleWorker, Worker
 from rq.worker.base import WorkerStatus
 
 from app import clock
@@ -27,8 +27,17 @@ log = logging.getLogger(__name__)
 HEARTBEAT_EVERY_SECONDS = 1.0
 
 
-class RecurWorker(Worker):
-    _handed: link.Handed | None = None  # the link whose horse runs now, when this worker prepared it
+if TYPE_CHECKING:
+    from rq.worker.base import BaseWorker as _RQWorker
+else:
+    _RQWorker = object
+
+
+class QuietBetweenJobs(_RQWorker):
+    """What every Recur worker changes in RQ's loop between jobs: the worker's heartbeat and the check for
+    `rq suspend` at most once a second, and no second write of an unchanged state. Mixed in before an RQ
+    worker class (RecurWorker, RecurSimpleWorker)."""
+
     _beat_at: float | None = None  # clock.monotonic() of the last heartbeat sent
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
@@ -64,6 +73,14 @@ class RecurWorker(Worker):
         if pipeline is None and state == self._state:
             return
         super().set_state(state, pipeline=pipeline)
+
+
+class RecurSimpleWorker(QuietBetweenJobs, SimpleWorker):
+    """`worker.py --simple`: RQ's SimpleWorker (every task in the worker process), with the economies above."""
+
+
+class RecurWorker(QuietBetweenJobs, Worker):
+    _handed: link.Handed | None = None  # the link whose horse runs now, when this worker prepared it
 
     def execute_job(self, job: Any, queue: Any) -> None:
         """RQ's own execute_job (prepare the execution, fork, monitor, go idle), with the link's database
