@@ -1,0 +1,142 @@
+"""Count what one link costs in round trips: `python -m bench.roundtrips [N] [--db postgres] [--simple] [--trace]`.
+
+N schedules due now are drained in this process by the Procfile's worker class (RecurPoolWorker, its work
+process forked once; `--simple`: RecurSimpleWorker), on a fresh database and the bench's own redis-server.
+Prints, per link: Redis round trips (a pipeline is one), SQL statements, commits, and on PostgreSQL the
+round trips to the server (psycopg's pipeline mode sends several statements in one; SQLite runs in this
+process and has none). `--trace` says where each Redis round trip and
+each statement comes from. Rates here are one process's and say little; the bench measures speed.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+counts: collections.Counter[str] = collections.Counter()
+where: collections.Counter[str] = collections.Counter()
+TRACE = "--trace" in sys.argv
+
+
+def _caller(skip: str) -> str:
+    frames = [f for f in traceback.extract_stack(limit=16)[:-2] if skip not in f.filename]
+    return " <- ".join(f"{Path(f.filename).name}:{f.name}" for f in reversed(frames[-4:]))
+
+
+def _count_redis() -> None:
+    import redis.connection
+
+    send = redis.connection.AbstractConnection.send_packed_command
+
+    def counted(self: Any, command: Any, check_health: bool = True) -> None:
+        counts["Redis round trips"] += 1
+        if TRACE:
+            where["redis  " + _caller("/redis/")] += 1
+        send(self, command, check_health)  # type: ignore[no-untyped-call]
+
+    redis.connection.AbstractConnection.send_packed_command = counted  # type: ignore[method-assign]
+
+
+def _count_driver() -> None:
+    """The chain's statements run on the driver (app.chain.driver): count them there. On PostgreSQL a
+    statement not pipelined waits for its answer; pipelined ones wait once, at the first read of rows after
+    them (or the COMMIT). SQLite runs in this process: no round trips."""
+    from app.chain import driver
+
+    send, fetch, call = driver.Transaction._send, driver.Transaction._fetch, driver.Transaction._call
+    queued: set[int] = set()
+
+    def remote(tx: Any) -> bool:
+        return bool(tx._dialect.name != "sqlite")
+
+    def counted_send(self: Any, cursor: Any, rendered: Any, params: Any) -> None:
+        counts["SQL statements"] += 1
+        if TRACE:
+            where["sql    " + " ".join(rendered.sql.split()[:4])] += 1
+        if remote(self):
+            if self.pipelined:
+                queued.add(id(self))
+            else:
+                counts["database round trips"] += 1
+        send(self, cursor, rendered, params)
+
+    def counted_fetch(self: Any, cursor: Any, rendered: Any, params: Any) -> Any:
+        if remote(self) and rendered.columns and id(self) in queued:
+            queued.discard(id(self))
+            counts["database round trips"] += 1
+        return fetch(self, cursor, rendered, params)
+
+    def counted_call(self: Any, method: Any, sql: str) -> None:
+        counts[f"{sql}s"] += 1
+        if remote(self):
+            queued.discard(id(self))
+            counts["database round trips"] += 1
+        call(self, method, sql)
+
+    driver.Transaction._send = counted_send  # type: ignore[method-assign]
+    driver.Transaction._fetch = counted_fetch  # type: ignore[method-assign]
+    driver.Transaction._call = counted_call  # type: ignore[method-assign]
+
+
+def main() -> None:
+    from sqlalchemy import event
+
+    from app import clock
+    from app.chain.mover import Mover
+    from app.chain.pool import Limits
+    from app.chain.worker import RecurPoolWorker, RecurSimpleWorker
+    from app.extensions import db, get_queue, get_redis
+    from bench.stack import Bench, utc
+
+    logging.disable(logging.WARNING)
+    database = sys.argv[sys.argv.index("--db") + 1] if "--db" in sys.argv else "sqlite"
+    args = [a for a in sys.argv[1:] if not a.startswith("-") and a != database]
+    count = int(args[0]) if args else 1000
+    _count_redis()
+    _count_driver()
+    bench = Bench(Path(tempfile.mkdtemp(prefix="recur-roundtrips-")), database)
+    try:
+        env = bench.recur("roundtrips")
+        workflow = env.workflow()
+        env.insert_schedules(workflow, count, 3600, lambda _: utc(int(time.time())))
+        env.reconcile()
+        with env.app.app_context():
+            @event.listens_for(db.engine, "before_cursor_execute")
+            def _statement(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:  # outside the driver
+                counts["SQL statements"] += 1
+                if conn.dialect.name != "sqlite":
+                    counts["database round trips"] += 1
+                if TRACE:
+                    where["sql    " + " ".join(statement.split()[:4])] += 1
+
+            queue = get_queue()
+            Mover(get_redis(), queue).move_due(clock.utcnow())
+            counts.clear()
+            where.clear()
+            if "--simple" in sys.argv:
+                worker: Any = RecurSimpleWorker([queue], connection=get_redis())
+            else:
+                worker = RecurPoolWorker([queue], connection=get_redis(), limits=Limits())
+            started = time.monotonic()
+            worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
+            seconds = time.monotonic() - started
+            db.session.remove()
+        print(f"{count} links in {seconds:.2f} s ({database}, {type(worker).__name__}); per link:")
+        for name, value in sorted(counts.items()):
+            print(f"  {value / count:6.2f}  {name}")
+        for name, value in where.most_common(40):
+            if value / count >= 0.05:
+                print(f"  {value / count:6.2f}  {name}")
+        env.stop()
+    finally:
+        bench.stop()
+
+
+if __name__ == "__main__":
+    main()
