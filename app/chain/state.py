@@ -382,10 +382,9 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
         tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, finished[2], now))
         if loaded is None or schedule_id != known:
             loaded, breaker_of = tx.send(_LOAD_SCHEDULE, {"p_id": schedule_id}), None
-        row = loaded.first()
-        if row is None:  # deleted: keep the run's record, touch nothing else
+        schedule = _detached_row(loaded.first())
+        if schedule is None:  # deleted: keep the run's record, touch nothing else
             return None
-        schedule = _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
         before = schedule.status
         notices.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, breaker_of)
         if schedule.running_run_id != run_id:
