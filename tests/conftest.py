@@ -42,6 +42,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     setattr(item, f"report_{report.when}", report)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the PostgreSQL pass (RECUR_TEST_POSTGRES set) run only the tests that use the database under test:
+    the others (pure time and policy math, signing, Redis-only tests) already ran on the SQLite pass, and
+    would run the same code again. A test that reaches the database by another way than the
+    `database_url` fixture says so with the `database` marker."""
+    if not os.environ.get("RECUR_TEST_POSTGRES"):
+        return
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        uses_database = "database_url" in getattr(item, "fixturenames", ()) or item.get_closest_marker("database")
+        (keep if uses_database else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     server = RedisServer(tmp_path_factory.mktemp("redis"))

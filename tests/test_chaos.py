@@ -11,7 +11,7 @@ import pytest
 
 from bench import chaos
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.database]
 
 
 def test_no_body_runs_twice_no_chain_lost_counters_true_under_faults():

@@ -1,11 +1,14 @@
 """The console in a real browser (headless Chromium from Debian's package, driven by Playwright) against
 gunicorn and a worker: sign in, make a workflow, create a cron schedule with the live preview showing,
 watch it run, pause it with a note, resume it, read its history and chart. Screenshots of each page go to
-docs/screenshots/ for review."""
+docs/screenshots/ for review (from the SQLite pass; the PostgreSQL pass, which runs at the same time, keeps
+its own in a temporary directory)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -50,8 +53,10 @@ def page() -> Iterator[object]:
 
 
 def _shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    on_postgres = bool(os.environ.get("RECUR_TEST_POSTGRES"))
+    shots = Path(tempfile.gettempdir()) / "recur-screenshots-postgres" if on_postgres else SHOTS
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
 
 
 def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
