@@ -1,0 +1,68 @@
+"""The targets of several bench runs side by side, as the Markdown table the README quotes.
+
+    python -m bench.targets bench/runs/run13.json bench/runs/run14.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.report import _fmt
+
+Row = dict[str, Any]
+
+
+def _key(row: Row) -> tuple[str, str, str, str]:
+    return row.get("database") or "sqlite", row["scenario"], row["figure"], row["baseline"]
+
+
+def _label(row: Row) -> str:
+    label = f"{row['scenario'].split(' ', 1)[1]}: {row['figure']}"
+    if row["target"].startswith("ratio") and row["scenario"] != "7 memory":
+        label += f" vs {row['baseline']}"
+    return label
+
+
+def _cell(row: Row | None) -> str:
+    if row is None:
+        return "-"
+    verdict = {True: "yes", False: "**no**", None: "n/a"}[row["pass"]]
+    cell = f"{verdict}: {_fmt(row['recur'])}"
+    shows_ratio = row["target"].startswith("ratio") or row["target"].endswith("x floor")
+    if shows_ratio and row.get("ratio") is not None:
+        cell += f" ({row['ratio']:.2f} ×)"
+    return cell
+
+
+def table(runs: list[dict[str, Any]], names: list[str]) -> str:
+    by_run = [{_key(row): row for row in run["rows"] if row.get("target")} for run in runs]
+    keys: list[tuple[str, str, str, str]] = []
+    for rows in by_run:
+        keys += [key for key in rows if key not in keys]
+    lines = ["| database | figure | target | " + " | ".join(names) + " |",
+             "|---|---|---|" + "---|" * len(names)]
+    for key in keys:
+        first = next(rows[key] for rows in by_run if key in rows)
+        cells = [_cell(rows.get(key)) for rows in by_run]
+        lines.append(f"| {key[0]} | {_label(first)} | {first['target']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    paths = [Path(arg) for arg in (sys.argv[1:] if argv is None else argv)]
+    if not paths:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    runs = [json.loads(path.read_text()) for path in paths]
+    for path, run in zip(paths, runs, strict=True):
+        verdict = "every target holds" if run.get("all_targets_pass") else "not every target holds"
+        print(f"<!-- {path.name}: {run['when']}, {run['seconds']:.0f} s, {run['machine']['cpu']}, {verdict} -->")
+    print(table(runs, [path.stem.replace("run", "run ") for path in paths]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
