@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,26 @@ from bench.report import _fmt
 Row = dict[str, Any]
 
 
+def _figure(row: Row) -> str:
+    """The figure's name without what varies from run to run (a floor's seconds, the exact link count)."""
+    figure = re.sub(r" \([^)]*s Recur[^)]*\)", "", row["figure"])
+    return _round_links(figure)
+
+
+def _round_links(text: str) -> str:
+    """A worker stops a few links past its mark ("after 100,036 links"): name the mark."""
+    def mark(match: re.Match[str]) -> str:
+        count = int(match[1].replace(",", ""))
+        return f"after {round(count, 2 - len(str(count))):,} links"
+    return re.sub(r"after ([\d,]+) links", mark, text)
+
+
 def _key(row: Row) -> tuple[str, str, str, str]:
-    return row.get("database") or "sqlite", row["scenario"], row["figure"], row["baseline"]
+    return row.get("database") or "sqlite", row["scenario"], _figure(row), _round_links(row["baseline"])
 
 
 def _label(row: Row) -> str:
-    label = f"{row['scenario'].split(' ', 1)[1]}: {row['figure']}"
+    label = f"{row['scenario'].split(' ', 1)[1]}: {_figure(row)}"
     if row["target"].startswith("ratio") and row["scenario"] != "7 memory":
         label += f" vs {row['baseline']}"
     return label
