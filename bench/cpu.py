@@ -1,0 +1,137 @@
+"""Where the CPU of a link goes, process by process, beside bare RQ's `SimpleWorker` on a no-op job.
+
+    python -m bench.cpu [--db sqlite|postgres] [--count 1600] [--workers 2]
+
+With one worker per core the cores are busy all the time, so throughput is set by the CPU one link costs
+across every process (the workers, their work processes, redis-server, PostgreSQL's backends). This drains
+`count` due links with the Procfile's default worker, and `count` no-op jobs with bare RQ's SimpleWorker,
+reading each process's CPU time (/proc/<pid>/stat: user + system, and that of reaped children) before and
+after, and prints milliseconds of CPU per link by process. `count` stays under the work process's
+recycling mark (1,000 tasks per worker), so no work process dies inside the window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from rq import Queue
+from rq.registry import FinishedJobRegistry
+
+from bench.stack import BASELINE_QUEUE, Bench, postgres_available, start_rq_workers, stop_all, utc
+from bench.tasks import noop
+from tests.servers import wait_for
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _cpu(pid: int, reaped: bool = True) -> float:
+    """Seconds of CPU of a process (user + system), with its reaped children's when `reaped`."""
+    try:
+        fields = _stat(pid)
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if reaped else 0)
+    return ticks / TICKS
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def _postgres_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "postgres":
+                    pids.append(int(entry.name))
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+    return pids
+
+
+def _sample(workers: list[int], redis_pid: int) -> dict[str, float]:
+    children = [child for pid in workers for child in _children(pid)]
+    return {
+        "worker processes": sum(_cpu(pid, reaped=False) for pid in workers),
+        "their work processes": sum(_cpu(pid) - _cpu(pid, reaped=False) for pid in workers)
+        + sum(_cpu(child) for child in children),
+        "redis-server": _cpu(redis_pid, reaped=False),
+        "PostgreSQL server processes": sum(_cpu(pid) for pid in _postgres_pids()),
+    }
+
+
+def _difference(before: dict[str, float], after: dict[str, float], count: int) -> dict[str, float]:
+    return {role: round((after[role] - before[role]) * 1000 / count, 3) for role in before}
+
+
+def measure_recur(bench: Bench, workers: int, count: int) -> dict[str, float]:
+    env = bench.recur("cpu")
+    try:
+        workflow = env.workflow()
+        env.start_workers(workers, "default")
+        env.insert_schedules(workflow, count, 3600, lambda _: utc(int(time.time())))
+        pids = [worker.popen.pid for worker in env.workers]
+        redis_pid = int(bench.redis.info("server")["process_id"])
+        before = _sample(pids, redis_pid)
+        env.reconcile()
+        wait_for(lambda: env.finished_runs() >= count, 60 + count / 5, interval=0.05, what="the chain backlog")
+        after = _sample(pids, redis_pid)
+    finally:
+        env.stop()
+    return _difference(before, after, count)
+
+
+def measure_bare(bench: Bench, workers: int, count: int) -> dict[str, float]:
+    redis = bench.fresh_redis()
+    processes = start_rq_workers(bench, workers, simple=True)
+    try:
+        pids = [process.popen.pid for process in processes]
+        redis_pid = int(redis.info("server")["process_id"])
+        queue = Queue(BASELINE_QUEUE, connection=redis)
+        before = _sample(pids, redis_pid)
+        queue.enqueue_many([Queue.prepare_data(noop, result_ttl=300) for _ in range(count)])
+        finished = FinishedJobRegistry(queue=queue)
+        wait_for(lambda: finished.count >= count, 60 + count / 5, interval=0.05, what="the RQ backlog")
+        after = _sample(pids, redis_pid)
+    finally:
+        stop_all(processes)
+    return _difference(before, after, count)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.cpu", description=__doc__.split("\n")[0])
+    parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--count", type=int, default=1600)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    if args.db == "postgres" and not postgres_available():
+        parser.error("PostgreSQL's server binaries are not installed")
+    bench = Bench(Path(tempfile.mkdtemp(prefix="recur-cpu-")), args.db)
+    try:
+        figures = {"bare RQ SimpleWorker, no-op job": measure_bare(bench, args.workers, args.count),
+                   "Recur default worker, link": measure_recur(bench, args.workers, args.count)}
+    finally:
+        bench.stop()
+    roles = list(next(iter(figures.values())))
+    print(f"CPU ms per job / link, {args.workers} workers, {args.count} each, database {args.db}")
+    print(f"{'process':50}" + "".join(f"{name:>34}" for name in figures))
+    for role in [*roles, "all"]:
+        cells = [sum(values.values()) if role == "all" else values[role] for values in figures.values()]
+        print(f"{role:50}" + "".join(f"{cell:>34.3f}" for cell in cells))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
