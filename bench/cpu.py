@@ -21,6 +21,7 @@ from pathlib import Path
 from rq import Queue
 from rq.registry import FinishedJobRegistry
 
+from bench.procfs import children, stat
 from bench.stack import BASELINE_QUEUE, Bench, postgres_available, start_rq_workers, stop_all, utc
 from bench.tasks import noop
 from tests.servers import wait_for
@@ -28,25 +29,20 @@ from tests.servers import wait_for
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _stat(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def _cpu_times(pid: int) -> tuple[float, float]:
+    """Seconds of CPU (user + system) of a process, and of its children it has reaped; zeros for a process
+    that is gone (a PostgreSQL backend may end between the listing and the reading)."""
+    try:
+        fields = stat(pid)
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0, 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS, (int(fields[13]) + int(fields[14])) / TICKS
 
 
 def _cpu(pid: int, reaped: bool = True) -> float:
     """Seconds of CPU of a process (user + system), with its reaped children's when `reaped`."""
-    try:
-        fields = _stat(pid)
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    ticks = int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if reaped else 0)
-    return ticks / TICKS
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except FileNotFoundError:
-        return []
+    own, of_reaped = _cpu_times(pid)
+    return own + of_reaped if reaped else own
 
 
 def _postgres_pids() -> list[int]:
@@ -62,11 +58,11 @@ def _postgres_pids() -> list[int]:
 
 
 def _sample(workers: list[int], redis_pid: int) -> dict[str, float]:
-    children = [child for pid in workers for child in _children(pid)]
+    times = [_cpu_times(pid) for pid in workers]
     return {
-        "worker processes": sum(_cpu(pid, reaped=False) for pid in workers),
-        "their work processes": sum(_cpu(pid) - _cpu(pid, reaped=False) for pid in workers)
-        + sum(_cpu(child) for child in children),
+        "worker processes": sum(own for own, _ in times),
+        "their work processes": sum(of_reaped for _, of_reaped in times)
+        + sum(_cpu(child) for pid in workers for child in children(pid)),
         "redis-server": _cpu(redis_pid, reaped=False),
         "PostgreSQL server processes": sum(_cpu(pid) for pid in _postgres_pids()),
     }

@@ -4,26 +4,19 @@ than it can run), and its resident set after a first and a last number of links.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
+from bench.procfs import children, resident_mb, stat
 from bench.stack import Bench, utc
 from tests.servers import wait_for
 
 
-def resident_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    raise RuntimeError(f"no VmRSS for pid {pid}")
-
-
 def work_process(pid: int) -> int | None:
     """The isolating worker's work process: its child that leads a process group of its own."""
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+    for child in children(pid):
         try:
-            if Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[2] == child:
-                return int(child)
+            if stat(child)[2] == str(child):
+                return child
         except (OSError, IndexError):
             continue
     return None

@@ -5,7 +5,8 @@ import subprocess
 import sys
 import time
 
-from bench.cpu import _children, _cpu
+from bench.cpu import _cpu
+from bench.procfs import children
 
 
 def _busy(seconds: float) -> None:
@@ -28,6 +29,6 @@ def test_a_reaped_childs_cpu_time_is_counted_with_reaped() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
                               "while time.process_time() < end: pass\ntime.sleep(0.3)"])
     time.sleep(0.1)
-    assert child.pid in _children(os.getpid())
+    assert child.pid in children(os.getpid())
     child.wait(30)
     assert reaped() - before >= 0.2

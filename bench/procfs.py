@@ -1,0 +1,21 @@
+"""What the bench reads of a process from /proc (Linux): its stat fields, its children, its resident set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name (field 3, the state, is index 0)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def resident_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    raise RuntimeError(f"no VmRSS for pid {pid}")
