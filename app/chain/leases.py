@@ -8,6 +8,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 
 from redis import Redis
 from redis.client import Pipeline
@@ -59,9 +60,18 @@ class Lease:
     def period(self) -> float:
         return self._ttl_ms / 4000
 
-    def acquire(self) -> str | None:
-        """Take the lease, unless another run holds it: then take nothing and return that run's ID."""
-        other = self._take()
+    def acquire(self, along: Callable[[Pipeline], object] | None = None) -> str | None:
+        """Take the lease, unless another run holds it: then take nothing and return that run's ID.
+
+        `along` adds the caller's own commands to the round trip that takes the lease (one MULTI/EXEC;
+        they run whether or not the lease is free)."""
+        if along is None:
+            other = self._take()
+        else:
+            with self._redis.pipeline() as pipe:
+                along(pipe)
+                pipe.eval(_TAKE, 1, self._key, self._run_id, self._ttl_ms)
+                other = _holder(pipe.execute()[-1])
         if other is None:
             self._held = True
             _renewer().add(self)
@@ -127,19 +137,29 @@ class Lease:
     def _take(self) -> str | None:
         """The one script that acquires and renews: set the key to our token, for a full lease, if it is
         free or already ours; otherwise leave it and return the run ID it holds."""
-        other = self._redis.eval(_TAKE, 1, self._key, self._run_id, self._ttl_ms)
-        if not other:
-            return None
-        return other.decode() if isinstance(other, bytes) else str(other)
+        return _holder(self._redis.eval(_TAKE, 1, self._key, self._run_id, self._ttl_ms))
+
+
+def _holder(taken: object) -> str | None:
+    """What _TAKE answered: None when the lease is ours, else the run ID that holds it."""
+    if not taken:
+        return None
+    return taken.decode() if isinstance(taken, bytes) else str(taken)
 
 
 class _Renewer:
     """One daemon thread per process renews every lease the process holds. A thread started and joined
-    per run cost more than a short task itself."""
+    per run cost more than a short task itself.
+
+    With no lease due sooner, the thread wakes every IDLE_WAKE_SECONDS by itself, so that taking a lease
+    whose first renewal is due later than that does not have to wake it (a wake per link, and the thread
+    switch it costs, was a measurable share of a short link)."""
+
+    IDLE_WAKE_SECONDS = 1.0
 
     def __init__(self) -> None:
         self._due: dict[int, tuple[Lease, float]] = {}
-        self._wake_at: float | None = None  # when the thread wakes next by itself (None: when told)
+        self._wake_at = time.monotonic() + self.IDLE_WAKE_SECONDS  # when the thread wakes next by itself
         self._changed = threading.Condition()
         threading.Thread(target=self._loop, name="recur-lease", daemon=True).start()
 
@@ -147,7 +167,7 @@ class _Renewer:
         at = time.monotonic() + lease.period
         with self._changed:
             self._due[id(lease)] = (lease, at)
-            if self._wake_at is None or at < self._wake_at:  # else it wakes early enough by itself
+            if at < self._wake_at:  # else it wakes early enough by itself
                 self._wake_at = at
                 self._changed.notify()
 
@@ -163,8 +183,8 @@ class _Renewer:
                 for lease in due:
                     self._due[id(lease)] = (lease, now + lease.period)
                 if not due:
-                    self._wake_at = min((at for _, at in self._due.values()), default=None)
-                    self._changed.wait(None if self._wake_at is None else self._wake_at - now)
+                    self._wake_at = min((now + self.IDLE_WAKE_SECONDS, *(at for _, at in self._due.values())))
+                    self._changed.wait(self._wake_at - now)
                     continue
             for lease in due:
                 lease.renew_if_held()

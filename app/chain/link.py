@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flask import Flask, current_app, has_app_context
+from redis.client import Pipeline
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
@@ -78,15 +79,23 @@ class Prepared:
 
 
 def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime,
-            worker_name: str | None) -> Prepared | str:
+            worker_name: str | None, along: Callable[[Pipeline], object] | None = None) -> Prepared | str:
     """Wait for the nominal time if early, claim the tick, then take the schedule's lease.
 
-    Returns the claimed tick, or the outcome when there is nothing to run ("stale", "skipped").
+    Returns the claimed tick, or the outcome when there is nothing to run ("stale", "skipped"). Once the
+    tick is claimed, `along` adds the caller's Redis writes to the lease's round trip (the worker's RQ
+    bookkeeping); it is not called when there is nothing to run, unless the link had to wait for its time
+    (then they are written before the wait).
     """
     logs.bind(schedule_id=schedule_id, repeat=repeat, retry=retry, worker=worker_name, run_id=None)
     now = clock.utcnow()  # the cluster clock: the claim's time is the run's started_at and plans the next tick
     early = (scheduled_for - now).total_seconds()
     if early > 0:
+        if along is not None:  # the caller's writes do not wait: an RQ worker's must precede a long wait
+            with get_redis().pipeline() as pipe:
+                along(pipe)
+                pipe.execute()
+            along = None
         now = _wait_until(scheduled_for, early, f"{schedule_id} n{repeat} rc{retry}")
 
     # The fence first, then the lease: a copy of the link that loses the fence never touches the lease, so
@@ -109,7 +118,7 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
     deadline = clock.monotonic() + claim.timeout_seconds + config["RECUR_TIMEOUT_GRACE_SECONDS"]
     lease = Lease(get_redis(), schedule_id, claim.run_id, config["RECUR_LEASE_SECONDS"], deadline,
                   per_run=claim.detached)
-    other = lease.acquire()
+    other = lease.acquire(along)
     if other is not None:
         # A run of this schedule that was written off is still alive: record this tick as skipped.
         skipped = state.finish_run(claim.run_id, RunStatus.SKIPPED, f"overlap: run {other} still running", now)
@@ -165,9 +174,11 @@ def execute(prepared: Prepared) -> tuple[RunStatus, str | None]:
     return execute_task(prepared.claim.task, prepared.event, prepared.claim.timeout_seconds)
 
 
-def complete(prepared: Prepared, status: RunStatus, error: str | None) -> str:
+def complete(prepared: Prepared, status: RunStatus, error: str | None,
+             along: Callable[[Pipeline], object] | None = None) -> str:
     """Record the outcome and commit, then in one round trip release the lease and hand off the successor
-    (each is one atomic script; they need not be atomic together, so no MULTI/EXEC around them)."""
+    (each is one atomic script; they need not be atomic together, so no MULTI/EXEC around them). `along`
+    adds the caller's own writes to that round trip (the worker's return to idle)."""
     with prepared.lease:  # released even if recording fails (the reconciler then writes the run off)
         schedule = state.finish_run(prepared.claim.run_id, status, error, clock.utcnow(), prepared.claim.schedule_id)
         with get_redis().pipeline(transaction=False) as pipe:
@@ -176,6 +187,8 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None) -> str:
                 hand_off(schedule, pipeline=pipe)
             if prepared.claim.detached:
                 pipe.hdel(outside.OUTSIDE_KEY, prepared.claim.run_id)
+            if along is not None:
+                along(pipe)
             pipe.execute()
     log.info("run %s %s", prepared.claim.run_id, status.value)
     logs.clear()
@@ -203,12 +216,14 @@ class Handed:
     way keeps the lease renewed and completes the run itself.
     """
 
-    def __init__(self, job_id: str, prepared: Prepared | str) -> None:
+    def __init__(self, job_id: str, prepared: Prepared | str, forks: bool = True) -> None:
         self.job_id = job_id
         self.prepared = prepared
         self.parent_pid = os.getpid()
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._read, False)
+        # The horse reports through a pipe; the pool worker runs run_in_horse itself and keeps the outcome.
+        self._read, self._write = os.pipe() if forks else (-1, -1)
+        if forks:
+            os.set_blocking(self._read, False)
         self._outcome: tuple[RunStatus, str | None] | None = None
         self.overran = False  # the worker killed the horse at the deadline
         self.death: str | None = None  # how the horse died, when it did
@@ -224,7 +239,7 @@ class Handed:
         if os.getpid() == self.parent_pid:  # the pool worker: the worker runs this, its work process the task
             assert _pool_executor is not None
             status, error = _pool_executor(prepared)
-            os.write(self._write, json.dumps([status.value, error]).encode())
+            self._outcome = (status, error)
             return status.value
         prepared.lease.renew_here()  # so that a horse whose worker died is not written off while it runs
         with prepared.lease:

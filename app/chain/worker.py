@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rq import SimpleWorker, Worker
+from rq.executions import Execution
 from rq.worker.base import WorkerStatus
 
 from app import clock
@@ -39,6 +40,9 @@ class QuietBetweenJobs(_RQWorker):
     worker class (RecurWorker, RecurSimpleWorker)."""
 
     _beat_at: float | None = None  # clock.monotonic() of the last heartbeat sent
+    # RQ's "result is kept for N seconds" line after every job: a link's result lifespan is the same for
+    # every link (RECUR_LINK_RESULT_TTL), and the line was a quarter of a link's log output.
+    log_result_lifespan = False
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
         """RQ's worker heartbeat, sent at most once a second and in one round trip. RQ sends it three times
@@ -86,8 +90,8 @@ class RecurWorker(QuietBetweenJobs, Worker):
         """RQ's own execute_job (prepare the execution, fork, monitor, go idle), with the link's database
         and Redis work done here, on this process's warm connections, around the horse: a horse that had
         to open its own connections and fill its own caches spent most of its time doing so."""
-        execution = self.prepare_execution(job)  # the worker is BUSY from here: a SIGTERM waits for the link
-        handed = self._handed = self._prepare(job)
+        execution, handed = self._begin(job, forks=True)
+        self._handed = handed
         link.hand_to_horse(handed)
         try:
             self.fork_work_horse(job, queue)
@@ -99,28 +103,47 @@ class RecurWorker(QuietBetweenJobs, Worker):
                 self._complete(handed)
         self.set_state(WorkerStatus.IDLE)
 
-    def _prepare(self, job: Any) -> link.Handed | None:
-        """Claim the link here; None (the horse then runs the whole link itself) for other jobs, or when
-        the claim could not be made here."""
+    def _begin(self, job: Any, forks: bool) -> tuple[Any, link.Handed | None]:
+        """RQ's prepare_execution, with the link claimed here (see _prepare). The worker counts as BUSY
+        from the start, so a SIGTERM that comes during the claim waits for the link; RQ's writes of the
+        execution and the BUSY state go in the round trip that takes the lease."""
         if job.func_name != LINK_FUNC or parse_link_id(job.id) is None:
-            return None
+            return self.prepare_execution(job), None
+        self._state = WorkerStatus.BUSY
+        executions: list[Any] = []
+        handed = self._prepare(job, forks, lambda pipe: executions.append(self._record_execution(job, pipe)))
+        return (executions[0] if executions else self.prepare_execution(job)), handed
+
+    def _record_execution(self, job: Any, pipeline: Any) -> Any:
+        """What RQ's prepare_execution (rq.executions) writes, into the caller's pipeline."""
+        execution = Execution.create(job, self.get_heartbeat_ttl(job), pipeline=pipeline, worker_name=self.name)
+        self.executions[execution.id] = execution
+        self.set_state(WorkerStatus.BUSY, pipeline=pipeline)
+        return execution
+
+    def _prepare(self, job: Any, forks: bool, along: Any) -> link.Handed | None:
+        """Claim the link here; None (the horse then runs the whole link itself) when the claim could not
+        be made here."""
         try:
             kwargs = job.kwargs
             prepared = link.prepare(kwargs["schedule_id"], kwargs["revision"], kwargs["repeat"], kwargs["retry"],
-                                    datetime.fromisoformat(kwargs["scheduled_for"]), self.name)
+                                    datetime.fromisoformat(kwargs["scheduled_for"]), self.name, along)
         except Exception:
             log.exception("could not prepare link %s here; its work horse runs it whole", job.id)
             return None
         finally:
             db.session.remove()
-        return link.Handed(job.id, prepared)
+        return link.Handed(job.id, prepared, forks=forks)
 
     def _complete(self, handed: link.Handed) -> None:
+        """Record the outcome and hand off; the worker's return to IDLE goes in the same round trip."""
         prepared = handed.prepared
         try:
             if isinstance(prepared, str):
                 return
-            link.complete(prepared, *handed.final_outcome())  # a run already written off is left as it is
+            # a run already written off is left as it is
+            link.complete(prepared, *handed.final_outcome(),
+                          along=lambda pipe: self.set_state(WorkerStatus.IDLE, pipeline=pipe))
         except Exception:  # the lease lapses and the reconciler writes the run off
             log.exception("could not complete link %s", handed.job_id)
         finally:
@@ -203,8 +226,8 @@ class RecurPoolWorker(RecurWorker):
         if job.func_name != LINK_FUNC or parse_link_id(job.id) is None:
             super().execute_job(job, queue)
             return
-        execution = self.prepare_execution(job)
-        handed = self._handed = self._prepare(job)
+        execution, handed = self._begin(job, forks=False)
+        self._handed = handed
         link.hand_to_horse(handed)
         link.use_pool(self._run_in_work_process)
         try:
