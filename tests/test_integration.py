@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -269,3 +269,41 @@ def test_two_owners_made_by_the_cli_each_see_only_their_own(stack):
                  what=f"{who}'s schedule to finish")
     status, _ = Api(stack.api.base, "recur_not-a-token-at-all-0000000000000").call("GET", "/api/v1/schedules/")
     assert status == 401
+
+
+@pytest.mark.parametrize("mode", [(), ("--fork",), ("--simple",)], ids=["default", "fork", "simple"])
+def test_a_worker_rides_out_redis_going_away_in_the_middle_of_a_link(tmp_path, database_url, mode):
+    """Redis goes away while a task runs and is still away when it ends (a crash, or a Sentinel failover
+    in progress), then comes back empty. RQ's loop quits on any Redis error outside its dequeue; a Recur
+    worker must not: it stays up, and the chain goes on once Redis is back (the reconciler puts the lost
+    link back), no tick run twice."""
+    (tmp_path / "redis").mkdir()
+    redis = RedisServer(tmp_path / "redis")
+    stack = Stack(tmp_path, redis, database_url)
+    try:
+        worker = start_worker(stack.env, tmp_path / "worker0.log", *mode)
+        stack.workers.append(worker)
+        workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "sleep", "task": "builtin.sleep"})
+        schedule = stack.api.ok("POST", "/api/v1/schedules/", {
+            "name": "outage", "workflow_id": workflow["id"], "interval_seconds": 1,
+            "trigger_payload": {"seconds": 1}, "timeout_seconds": 10,
+        })
+        wait_for(lambda: any(r["status"] == "running" for r in stack.api.runs(schedule["id"])), 20,
+                 what="a run to be in progress")
+        redis.restart(down_seconds=3)  # the task ends while Redis is away
+        back = datetime.now(UTC)
+
+        def ran_again() -> bool:
+            return any(r["status"] == "succeeded" and _parse(r["started_at"]) > back
+                       for r in stack.api.runs(schedule["id"]))
+
+        wait_for(ran_again, 30, interval=0.3, what="the chain to run again once Redis is back")
+        assert worker.alive(), worker.output()[-3000:]
+        runs = [r for r in stack.api.runs(schedule["id"]) if r["reason"] is None]
+        ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs)
+        assert max(ticks.values()) == 1, ticks
+    finally:
+        stack.stop()
+        redis.stop()
+        for log in sorted(tmp_path.glob("*.log")):
+            print(f"----- {log.name} (last 40 lines)\n" + "\n".join(log.read_text(errors="replace").splitlines()[-40:]))

@@ -135,6 +135,7 @@ def test_worker_chains_survive_a_master_failover(cluster: Cluster, tmp_path: Pat
         assert not twice, twice
         for schedule_id in ids:
             assert api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["status"] == "active"
+        assert all(process.alive() for process in processes)  # no process quit when its Redis went away
     finally:
         for process in processes:
             process.stop()

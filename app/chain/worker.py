@@ -12,6 +12,8 @@ import signal
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq import SimpleWorker, Worker
 from rq.executions import Execution
 from rq.worker.base import WorkerStatus
@@ -26,6 +28,9 @@ from app.extensions import db
 log = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_SECONDS = 1.0
+# Redis unreachable: down, restarting, or a Sentinel failover under way (redis-py reports a demoted master's
+# READONLY as a ConnectionError, so the next attempt asks the Sentinels again).
+REDIS_AWAY = (RedisConnectionError, RedisTimeoutError)
 
 
 if TYPE_CHECKING:
@@ -37,9 +42,39 @@ else:
 class QuietBetweenJobs(_RQWorker):
     """What every Recur worker changes in RQ's loop between jobs: the worker's heartbeat and the check for
     `rq suspend` at most once a second, and no second write of an unchanged state. Mixed in before an RQ
-    worker class (RecurWorker, RecurSimpleWorker)."""
+    worker class (RecurWorker, RecurSimpleWorker).
+
+    And one thing RQ's loop does not do: outlast Redis going away. RQ retries its dequeue, but any Redis
+    error anywhere else in the loop (the bookkeeping after a job, the heartbeat, cleaning registries) ends
+    the worker, so a Redis restart or failover in the middle of a link left no worker running. Here such an
+    error ends that job's bookkeeping only: the run's outcome is in the database (its truth), a successor
+    that could not be put is put back by the reconciler, and the worker goes on to its next dequeue, which
+    waits for Redis. Subclasses put what they do for a job in run_job."""
 
     _beat_at: float | None = None  # clock.monotonic() of the last heartbeat sent
+    _state_unsaved = False  # the worker's state could not be written to Redis
+
+    def execute_job(self, job: Any, queue: Any) -> None:
+        try:
+            self.run_job(job, queue)
+        except REDIS_AWAY as exc:
+            log.warning("Redis went away during job %s (%s): the worker goes on; the run is in the database and "
+                        "the reconciler puts back a successor that could not be put", job.id, exc)
+            self._state, self._state_unsaved = WorkerStatus.IDLE, True  # the next set_state writes it
+
+    def run_job(self, job: Any, queue: Any) -> None:
+        """RQ's execute_job; what a subclass does with a job instead."""
+        super().execute_job(job, queue)
+
+    def _while_redis_away(self, what: str, action: Any) -> bool:
+        """Run `action`; False, with a warning, when Redis cannot be reached (the loop tries again later)."""
+        try:
+            action()
+        except REDIS_AWAY as exc:
+            log.warning("Redis cannot be reached for the worker's %s (%s); trying again", what, exc)
+            return False
+        return True
+
     # RQ's "result is kept for N seconds" line after every job: a link's result lifespan is the same for
     # every link (RECUR_LINK_RESULT_TTL), and the line was a quarter of a link's log output.
     log_result_lifespan = False
@@ -55,10 +90,14 @@ class QuietBetweenJobs(_RQWorker):
         now = clock.monotonic()
         if timeout is None and self._beat_at is not None and now - self._beat_at < HEARTBEAT_EVERY_SECONDS:
             return
-        with self.connection.pipeline(transaction=False) as pipe:
-            super().heartbeat(timeout, pipeline=pipe)
-            pipe.execute()
-        self._beat_at = now
+
+        def beat() -> None:
+            with self.connection.pipeline(transaction=False) as pipe:
+                super(QuietBetweenJobs, self).heartbeat(timeout, pipeline=pipe)
+                pipe.execute()
+
+        if self._while_redis_away("heartbeat", beat):
+            self._beat_at = now
 
     _suspension_checked_at: float | None = None
 
@@ -69,14 +108,23 @@ class QuietBetweenJobs(_RQWorker):
         if self._suspension_checked_at is not None and now - self._suspension_checked_at < HEARTBEAT_EVERY_SECONDS:
             return
         self._suspension_checked_at = now
-        super().check_for_suspension(burst)
+        self._while_redis_away("check for `rq suspend`",
+                               lambda: super(QuietBetweenJobs, self).check_for_suspension(burst))
+
+    def run_maintenance_tasks(self) -> None:
+        """RQ's cleaning of registries, skipped while Redis cannot be reached."""
+        self._while_redis_away("maintenance", super().run_maintenance_tasks)
 
     def set_state(self, state: str, pipeline: Any = None) -> None:
         """RQ's set_state, without the second write of the state the worker is already in (RQ writes IDLE
         after each job and again before the next dequeue)."""
-        if pipeline is None and state == self._state:
+        if pipeline is None and state == self._state and not self._state_unsaved:
             return
-        super().set_state(state, pipeline=pipeline)
+        if pipeline is not None:
+            super().set_state(state, pipeline=pipeline)
+        else:
+            self._state_unsaved = not self._while_redis_away(
+                "state", lambda: super(QuietBetweenJobs, self).set_state(state))
 
 
 class RecurSimpleWorker(QuietBetweenJobs, SimpleWorker):
@@ -86,7 +134,7 @@ class RecurSimpleWorker(QuietBetweenJobs, SimpleWorker):
 class RecurWorker(QuietBetweenJobs, Worker):
     _handed: link.Handed | None = None  # the link whose horse runs now, when this worker prepared it
 
-    def execute_job(self, job: Any, queue: Any) -> None:
+    def run_job(self, job: Any, queue: Any) -> None:
         """RQ's own execute_job (prepare the execution, fork, monitor, go idle), with the link's database
         and Redis work done here, on this process's warm connections, around the horse: a horse that had
         to open its own connections and fill its own caches spent most of its time doing so."""
@@ -95,7 +143,13 @@ class RecurWorker(QuietBetweenJobs, Worker):
         link.hand_to_horse(handed)
         try:
             self.fork_work_horse(job, queue)
-            self.monitor_work_horse(job, queue, execution)
+            try:
+                self.monitor_work_horse(job, queue, execution)
+            except REDIS_AWAY:
+                if self._horse_pid:  # Redis went away while the horse runs: it goes on; wait for it
+                    self.wait_for_horse()  # (cut short at the link's deadline, as ever)
+                    self._horse_pid = 0
+                raise
         finally:
             link.hand_to_horse(None)
             self._handed = None
@@ -222,9 +276,9 @@ class RecurPoolWorker(RecurWorker):
         super().__init__(*args, **kwargs)
         self.work_process = WorkProcess(limits or Limits())
 
-    def execute_job(self, job: Any, queue: Any) -> None:
+    def run_job(self, job: Any, queue: Any) -> None:
         if job.func_name != LINK_FUNC or parse_link_id(job.id) is None:
-            super().execute_job(job, queue)
+            super().run_job(job, queue)
             return
         execution, handed = self._begin(job, forks=False)
         self._handed = handed
