@@ -157,6 +157,7 @@ def test_a_three_second_task_on_a_one_second_schedule(stack: Stack, policy: str)
     log = _with_log(stack)
     for _ in range(WORKERS_FOR[policy]):
         stack.start_worker()
+    stack.wait_workers_ready()
     workflow = _workflow(stack, "builtin.sleep")
     schedule_id = _schedule(stack, workflow, policy, interval_seconds=1, overlap=policy,
                             trigger_payload={"seconds": 3}, max_retries=0, on_exhausted="continue")
@@ -264,6 +265,7 @@ def test_a_workflow_with_two_slots_never_runs_more_than_two(stack: Stack) -> Non
     log = _with_log(stack)
     for _ in range(4):  # enough workers to run four at once without the limit
         stack.start_worker()
+    stack.wait_workers_ready()
     workflow = _workflow(stack, "builtin.sleep", max_concurrent_runs=2)
     at = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
     ids = [_schedule(stack, workflow, f"s{i}", at=at.isoformat(), trigger_payload={"seconds": 2}) for i in range(10)]

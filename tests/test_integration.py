@@ -71,6 +71,12 @@ class Stack:
         self.workers.append(worker)
         return worker
 
+    def wait_workers_ready(self, timeout: float = 60) -> None:
+        """Until every worker started so far listens on its queue: on a loaded machine a worker takes
+        seconds to start, and ticks that come due before any worker listens are (rightly) missed."""
+        for worker in self.workers:
+            wait_for(lambda w=worker: "Listening on" in w.output(), timeout, what="a worker to start")
+
     def stop(self) -> None:
         for process in [*self.workers, self.web]:
             process.stop()
@@ -98,6 +104,7 @@ def _parse(instant: str) -> datetime:
 
 def test_schedule_runs_to_done_through_http(stack):
     stack.start_worker()
+    stack.wait_workers_ready()
     workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
     schedule = stack.api.ok("POST", "/api/v1/schedules/", {
         "name": "three", "workflow_id": workflow["id"], "interval_seconds": 1, "total_repeats": 3,
