@@ -66,8 +66,9 @@ class Stack:
         except OSError:
             return False
 
-    def start_worker(self) -> Process:
-        worker = start_worker(self.env, self.tmp_path / f"worker{len(self.workers)}.log")
+    def start_worker(self, *extra: str) -> Process:
+        """A worker.py with `extra` arguments (a mode: --fork, --simple)."""
+        worker = start_worker(self.env, self.tmp_path / f"worker{len(self.workers)}.log", *extra)
         self.workers.append(worker)
         return worker
 
@@ -154,21 +155,27 @@ def _pending_links(redis_url: str) -> list[str]:
     return [m.decode() for m in members]
 
 
-def test_sigterm_lets_the_running_link_finish_and_hand_off(stack):
-    worker = stack.start_worker()
+def _sleeping_schedule_running(stack: Stack, name: str, **fields: Any) -> str:
+    """A one-second schedule of builtin.sleep (`fields`: its payload, timeout, ...), once one of its runs
+    is in progress; its ID."""
     workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "sleep", "task": "builtin.sleep"})
     schedule = stack.api.ok("POST", "/api/v1/schedules/", {
-        "name": "long", "workflow_id": workflow["id"], "interval_seconds": 1, "trigger_payload": {"seconds": 2},
-    })
+        "name": name, "workflow_id": workflow["id"], "interval_seconds": 1, **fields})
     wait_for(lambda: any(r["status"] == "running" for r in stack.api.runs(schedule["id"])), 20,
              what="a run to be in progress")
+    return str(schedule["id"])
+
+
+def test_sigterm_lets_the_running_link_finish_and_hand_off(stack):
+    worker = stack.start_worker()
+    schedule_id = _sleeping_schedule_running(stack, "long", trigger_payload={"seconds": 2})
     worker.popen.terminate()  # SIGTERM: warm shutdown
     worker.popen.wait(30)
-    [run] = [r for r in stack.api.runs(schedule["id"]) if r["reason"] is None]  # not the ticks skipped meanwhile
+    [run] = [r for r in stack.api.runs(schedule_id) if r["reason"] is None]  # not the ticks skipped meanwhile
     assert run["status"] == "succeeded"
-    after = stack.api.ok("GET", f"/api/v1/schedules/{schedule['id']}/")
+    after = stack.api.ok("GET", f"/api/v1/schedules/{schedule_id}/")
     assert (after["status"], after["current_repeat"]) == ("active", 1)
-    assert _pending_links(stack.env["REDIS_URL"]) == [f"sched-{schedule['id']}-n1-rc0"]
+    assert _pending_links(stack.env["REDIS_URL"]) == [f"sched-{schedule_id}-n1-rc0"]
 
 
 def _answers(api: Api) -> bool:
@@ -211,27 +218,20 @@ def test_a_work_horse_outliving_its_killed_worker_completes_its_run(stack):
     """The forking worker (`--fork`) claims and records links itself; when it is killed while its work horse
     runs the task, the horse keeps the lease alive (no write-off by another worker's reconciler) and records
     the run and hands off the successor itself."""
-    worker = start_worker(stack.env, stack.tmp_path / "forking.log", "--fork")
-    stack.workers.append(worker)
-    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "sleep", "task": "builtin.sleep"})
-    schedule = stack.api.ok("POST", "/api/v1/schedules/", {
-        "name": "orphan", "workflow_id": workflow["id"], "interval_seconds": 1,
-        "trigger_payload": {"seconds": 4}, "timeout_seconds": 20,
-    })
-    wait_for(lambda: any(r["status"] == "running" for r in stack.api.runs(schedule["id"])), 20,
-             what="a run to be in progress")
-    [running] = [r for r in stack.api.runs(schedule["id"]) if r["status"] == "running"]
+    worker = stack.start_worker("--fork")
+    schedule_id = _sleeping_schedule_running(stack, "orphan", trigger_payload={"seconds": 4}, timeout_seconds=20)
+    [running] = [r for r in stack.api.runs(schedule_id) if r["status"] == "running"]
     worker.kill()  # the worker process only: its work horse runs on (RQ puts it in a process group of its own)
     stack.start_worker()  # whose reconciler passes every second, with a 3 s lease
 
     def finished() -> dict:
-        return next(r for r in stack.api.runs(schedule["id"]) if r["id"] == running["id"])
+        return next(r for r in stack.api.runs(schedule_id) if r["id"] == running["id"])
 
     wait_for(lambda: finished()["status"] != "running", 20, what="the orphaned run to finish")
     assert (finished()["status"], finished()["error"]) == ("succeeded", None)
-    wait_for(lambda: any((r["repeat_number"] or -1) > running["repeat_number"] for r in stack.api.runs(schedule["id"])),
+    wait_for(lambda: any((r["repeat_number"] or -1) > running["repeat_number"] for r in stack.api.runs(schedule_id)),
              20, what="the chain to go on")
-    runs = [r for r in stack.api.runs(schedule["id"]) if r["reason"] is None]  # not the ticks skipped meanwhile
+    runs = [r for r in stack.api.runs(schedule_id) if r["reason"] is None]  # not the ticks skipped meanwhile
     assert not [r for r in runs if r["status"] == "failed"], runs
     ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs)
     assert max(ticks.values()) == 1, ticks
@@ -288,25 +288,18 @@ def test_a_worker_rides_out_redis_going_away_in_the_middle_of_a_link(tmp_path, d
     redis = RedisServer(tmp_path / "redis")
     stack = Stack(tmp_path, redis, database_url)
     try:
-        worker = start_worker(stack.env, tmp_path / "worker0.log", *mode)
-        stack.workers.append(worker)
-        workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "sleep", "task": "builtin.sleep"})
-        schedule = stack.api.ok("POST", "/api/v1/schedules/", {
-            "name": "outage", "workflow_id": workflow["id"], "interval_seconds": 1,
-            "trigger_payload": {"seconds": 1}, "timeout_seconds": 10,
-        })
-        wait_for(lambda: any(r["status"] == "running" for r in stack.api.runs(schedule["id"])), 20,
-                 what="a run to be in progress")
+        worker = stack.start_worker(*mode)
+        schedule_id = _sleeping_schedule_running(stack, "outage", trigger_payload={"seconds": 1}, timeout_seconds=10)
         redis.restart(down_seconds=3)  # the task ends while Redis is away
         back = datetime.now(UTC)
 
         def ran_again() -> bool:
             return any(r["status"] == "succeeded" and _parse(r["started_at"]) > back
-                       for r in stack.api.runs(schedule["id"]))
+                       for r in stack.api.runs(schedule_id))
 
         wait_for(ran_again, 30, interval=0.3, what="the chain to run again once Redis is back")
         assert worker.alive(), worker.output()[-3000:]
-        runs = [r for r in stack.api.runs(schedule["id"]) if r["reason"] is None]
+        runs = [r for r in stack.api.runs(schedule_id) if r["reason"] is None]
         ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs)
         assert max(ticks.values()) == 1, ticks
     finally:

@@ -44,12 +44,7 @@ def test_the_worker_heartbeat_and_suspension_check_are_sent_once_a_second_not_fo
     from app.chain.pool import Limits
     from app.chain.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
 
-    now = datetime.now(UTC)
-    fake_clock.set(now)
-    schedules = [make_schedule(now, interval_seconds=3600) for _ in range(30)]
-    due = next_due(real_app)
-    fake_clock.set(due)
-    assert Mover(get_redis(real_app), get_queue(real_app)).move_due(due) == len(schedules)
+    schedules = _links_due_now(real_app, fake_clock, 30)
     queues, redis = [get_queue(real_app)], get_redis(real_app)
     if mode == "default":
         worker = RecurPoolWorker(queues, connection=redis, name="beat-test", limits=Limits())
@@ -95,6 +90,17 @@ def runs_of_all(schedules):  # type: ignore[no-untyped-def]
     return [run for schedule in schedules for run in runs_of(schedule.id)]
 
 
+def _links_due_now(app, fake_clock, count):  # type: ignore[no-untyped-def]
+    """`count` hourly schedules whose first links are due now, moved onto the queue."""
+    now = datetime.now(UTC)
+    fake_clock.set(now)
+    schedules = [make_schedule(now, interval_seconds=3600) for _ in range(count)]
+    due = next_due(app)
+    fake_clock.set(due)
+    assert Mover(get_redis(app), get_queue(app)).move_due(due) == len(schedules)
+    return schedules
+
+
 def test_a_link_on_the_default_worker_costs_nine_redis_round_trips(real_app, fake_clock, monkeypatch):
     """RQ's own bookkeeping of a job is seven round trips (take it, read it, record the execution, mark it
     started, heartbeat, check its dependents, record the result); the worker's return to IDLE was an eighth.
@@ -127,12 +133,7 @@ def test_a_link_on_the_default_worker_costs_nine_redis_round_trips(real_app, fak
         return sent
 
     idle = drain()
-    now = datetime.now(UTC)
-    fake_clock.set(now)
-    schedules = [make_schedule(now, interval_seconds=3600) for _ in range(40)]
-    due = next_due(real_app)
-    fake_clock.set(due)
-    assert Mover(get_redis(real_app), get_queue(real_app)).move_due(due) == len(schedules)
+    schedules = _links_due_now(real_app, fake_clock, 40)
     busy = drain()
     assert sum(1 for r in runs_of_all(schedules) if r.status == "succeeded") == len(schedules)
     per_link = (busy - idle) / len(schedules)
