@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, current_app
 from flask_migrate import Migrate
@@ -57,17 +58,20 @@ def connect_redis(url: str) -> Redis:
 
     A redis+sentinel:// URL (app/redis_url.py) gives a client of the Sentinels' current master: each new
     connection asks the Sentinels where the master is, and a connection to a demoted server is dropped, so
-    every process follows a failover without restarting. rediss:// (TLS) is redis-py's own.
+    every process follows a failover without restarting. rediss:// (TLS) is redis-py's own; rediss+sentinel://
+    speaks TLS to the Sentinels and the master alike (Redis's own Sentinels, with tls-replication, speak TLS to
+    each other and to the servers), checking both against the same CA.
     """
     options = dict(socket_connect_timeout=2, retry=Retry(ExponentialBackoff(cap=0.25, base=0.025), retries=2),
                    driver_info=DriverInfo())
     target = redis_url.parse(url)
     if target is None:
         return Redis.from_url(url, **options)
-    sentinel = Sentinel(list(target.sentinels), socket_connect_timeout=2, socket_timeout=2)  # type: ignore[no-untyped-call]
+    tls: dict[str, Any] = dict(ssl=True, **target.tls_options) if target.ssl else {}  # the Sentinels' and master's
+    timeouts = dict(socket_connect_timeout=2, socket_timeout=2)
+    sentinel = Sentinel(list(target.sentinels), sentinel_kwargs={**timeouts, **tls}, **timeouts)  # type: ignore[no-untyped-call]
     master: Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
-        target.service, db=target.db, username=target.username, password=target.password, ssl=target.ssl,
-        **options)
+        target.service, db=target.db, username=target.username, password=target.password, **tls, **options)
     return master
 
 

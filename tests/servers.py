@@ -32,23 +32,62 @@ def wait_for(condition: Callable[[], T], timeout: float = 10.0, interval: float 
         time.sleep(interval)
 
 
-class RedisServer:
-    """A redis-server of our own on a free loopback port; `appendonly` turns on AOF persistence."""
+class Tls:
+    """A private CA and a certificate it signed for 127.0.0.1, as files: what a TLS redis-server serves
+    and what a client names in its URL (`ssl_ca_certs`) to trust it."""
 
-    def __init__(self, workdir: Path, appendonly: bool = False) -> None:
+    def __init__(self, workdir: Path) -> None:
+        import trustme
+
+        ca = trustme.CA()
+        cert = ca.issue_cert("127.0.0.1", "localhost")
+        self.ca = workdir / "ca.pem"
+        self.cert = workdir / "cert.pem"
+        self.key = workdir / "key.pem"
+        ca.cert_pem.write_to_path(str(self.ca))
+        cert.cert_chain_pems[0].write_to_path(str(self.cert))
+        cert.private_key_pem.write_to_path(str(self.key))
+
+    def server_args(self) -> list[str]:
+        """TLS on the server's port; clients are not asked for certificates."""
+        return ["--tls-cert-file", str(self.cert), "--tls-key-file", str(self.key),
+                "--tls-ca-cert-file", str(self.ca), "--tls-auth-clients", "no"]
+
+    def ping(self, port: int) -> bool:
+        import ssl
+
+        context = ssl.create_default_context(cafile=str(self.ca))
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.3) as raw, \
+                    context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+
+class RedisServer:
+    """A redis-server of our own on a free loopback port; `appendonly` turns on AOF persistence. With
+    `tls` it speaks only TLS on that port (no plain port at all), and its URL is rediss:// naming the CA."""
+
+    def __init__(self, workdir: Path, appendonly: bool = False, tls: Tls | None = None) -> None:
         self._binary = shutil.which("redis-server")
         if self._binary is None:
             raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
         self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.tls = tls
+        self.url = (f"redis://127.0.0.1:{self.port}/0" if tls is None
+                    else f"rediss://127.0.0.1:{self.port}/0?ssl_ca_certs={tls.ca}")
         self._workdir = workdir
         self._appendonly = appendonly
         self._process = self._start()
 
     def _start(self) -> subprocess.Popen[bytes]:
         assert self._binary is not None
+        ports = ["--port", str(self.port)] if self.tls is None else ["--port", "0", "--tls-port", str(self.port),
+                                                                      *self.tls.server_args()]
         process = subprocess.Popen(
-            [self._binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            [self._binary, *ports, "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "yes" if self._appendonly else "no", "--dir", str(self._workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
@@ -63,6 +102,8 @@ class RedisServer:
         self._process = self._start()
 
     def _ready(self) -> bool:
+        if self.tls is not None:
+            return self.tls.ping(self.port)
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
                 sock.sendall(b"PING\r\n")

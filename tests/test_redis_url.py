@@ -39,3 +39,24 @@ def test_tls_sentinel() -> None:
 def test_malformed_sentinel_urls_are_refused(url: str) -> None:
     with pytest.raises(ValueError):
         parse(url)
+
+
+def test_tls_sentinel_options_in_the_query() -> None:
+    target = parse("rediss+sentinel://a,b/m/2?ssl_ca_certs=/etc/ca.pem&ssl_cert_reqs=required&ssl_check_hostname=no")
+    assert target is not None
+    assert (target.service, target.db, target.sentinels) == ("m", 2, (("a", 26379), ("b", 26379)))
+    assert target.tls_options == {"ssl_ca_certs": "/etc/ca.pem", "ssl_cert_reqs": "required",
+                                  "ssl_check_hostname": False}
+
+
+@pytest.mark.parametrize(("url", "names"), [
+    ("rediss+sentinel://a/m?ssl_verify=1", "'ssl_verify' is not one of"),
+    ("redis+sentinel://a/m?ssl_ca_certs=/ca.pem", "needs TLS"),
+    ("rediss+sentinel://a/m?ssl_cert_reqs=always", "ssl_cert_reqs must be one of"),
+    ("rediss+sentinel://a/m?ssl_check_hostname=maybe", "ssl_check_hostname must be true or false"),
+    ("rediss+sentinel://a/m?ssl_ca_certs=", "ssl_ca_certs is empty"),
+    ("rediss+sentinel://a/m?ssl_ca_certs", "query is malformed"),
+])
+def test_bad_sentinel_options_are_refused_by_name(url: str, names: str) -> None:
+    with pytest.raises(ValueError, match=names):
+        parse(url)

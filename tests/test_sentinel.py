@@ -1,5 +1,6 @@
 """REDIS_URL=redis+sentinel://: a client made by connect_redis writes to the master the Sentinels name, and
-after the master is killed and a replica promoted, the same client writes to the new master."""
+after the master is killed and a replica promoted, the same client writes to the new master; the same over
+TLS (rediss+sentinel://, the servers speaking only TLS, with a private CA named in the URL)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from app.extensions import connect_redis
-from tests.servers import free_port, wait_for
+from tests.servers import Tls, free_port, wait_for
 
 SENTINEL = shutil.which("redis-sentinel")
 pytestmark = pytest.mark.skipif(SENTINEL is None or shutil.which("redis-server") is None,
@@ -22,10 +23,13 @@ SERVICE = "recurmaster"
 
 
 class Cluster:
-    """A master, one replica and three Sentinels on free loopback ports, with a fast failover."""
+    """A master, one replica and three Sentinels on free loopback ports, with a fast failover. With `tls`
+    every one of them speaks only TLS, to clients and to each other, and `url` is rediss+sentinel://
+    naming the CA."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, tls: Tls | None = None) -> None:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.tls = tls
         self.master_port, self.replica_port = free_port(), free_port()
         self._server("master", self.master_port, workdir)
         self._server("replica", self.replica_port, workdir, "--replicaof", "127.0.0.1", str(self.master_port))
@@ -33,26 +37,41 @@ class Cluster:
         for i, port in enumerate(self.sentinel_ports):
             conf = workdir / f"sentinel-{i}.conf"  # Sentinel rewrites its config file, so each has its own
             conf.write_text(
-                f"port {port}\nbind 127.0.0.1\ndir {workdir}\n"
+                (f"port {port}\n" if tls is None else f"port 0\ntls-port {port}\n") +
+                f"bind 127.0.0.1\ndir {workdir}\n"
                 f"sentinel monitor {SERVICE} 127.0.0.1 {self.master_port} 2\n"
                 f"sentinel down-after-milliseconds {SERVICE} 1000\n"
                 f"sentinel failover-timeout {SERVICE} 3000\n"
-                f"sentinel parallel-syncs {SERVICE} 1\n")
+                f"sentinel parallel-syncs {SERVICE} 1\n" + (_tls_conf(tls) if tls is not None else ""))
             assert SENTINEL is not None
             self.procs[f"sentinel-{i}"] = subprocess.Popen([SENTINEL, str(conf)], stdout=subprocess.DEVNULL,
                                                            stderr=subprocess.DEVNULL)
         for port in self.sentinel_ports:
-            wait_for(lambda port=port: _ping(port), 10, what="sentinel to answer")
-        self.url = "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports) + f"/{SERVICE}/0"
+            wait_for(lambda port=port: self._answers(port), 10, what="sentinel to answer")
+        hosts = ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports)
+        self.url = (f"redis+sentinel://{hosts}/{SERVICE}/0" if tls is None
+                    else f"rediss+sentinel://{hosts}/{SERVICE}/0?ssl_ca_certs={tls.ca}")
 
     def _server(self, name: str, port: int, workdir: Path, *extra: str) -> None:
+        tls = self.tls
+        ports = ["--port", str(port)] if tls is None else ["--port", "0", "--tls-port", str(port),
+                                                            "--tls-replication", "yes", *tls.server_args()]
         self.procs[name] = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(workdir),
+            ["redis-server", *ports, "--bind", "127.0.0.1", "--save", "", "--dir", str(workdir),
              *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: _ping(port), 10, what=f"redis {name} to answer")
+        wait_for(lambda: self._answers(port), 10, what=f"redis {name} to answer")
+
+    def _answers(self, port: int) -> bool:
+        return self.tls.ping(port) if self.tls is not None else _ping(port)
+
+    def server(self, port: int) -> Redis:
+        """A client of one server itself (the master, the replica or a Sentinel), not through the Sentinels."""
+        if self.tls is None:
+            return Redis(port=port, socket_timeout=2)
+        return Redis(port=port, socket_timeout=2, ssl=True, ssl_ca_certs=str(self.tls.ca))
 
     def master_named(self) -> int:
-        sentinel = Redis(port=self.sentinel_ports[0], socket_timeout=1)
+        sentinel = self.server(self.sentinel_ports[0])
         return int(sentinel.sentinel_get_master_addr_by_name(SERVICE)[1])
 
     def kill_master(self) -> None:
@@ -66,6 +85,12 @@ class Cluster:
                 proc.wait(10)
 
 
+def _tls_conf(tls: Tls) -> str:
+    """A Sentinel that reaches the servers and the other Sentinels over TLS (tls-replication)."""
+    return (f"tls-cert-file {tls.cert}\ntls-key-file {tls.key}\ntls-ca-cert-file {tls.ca}\n"
+            "tls-auth-clients no\ntls-replication yes\n")
+
+
 def _ping(port: int) -> bool:
     try:
         return bool(Redis(port=port, socket_timeout=0.3, socket_connect_timeout=0.3).ping())
@@ -75,7 +100,15 @@ def _ping(port: int) -> bool:
 
 @pytest.fixture()
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(tmp_path)
+    yield from _running(Cluster(tmp_path))
+
+
+@pytest.fixture(params=["plain", "tls"])
+def any_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]:
+    yield from _running(Cluster(tmp_path, Tls(tmp_path) if request.param == "tls" else None))
+
+
+def _running(c: Cluster) -> Iterator[Cluster]:
     try:
         yield c
     finally:
@@ -89,15 +122,16 @@ def _writes(client: Redis, key: str) -> bool:
         return False
 
 
-def test_connect_redis_follows_a_sentinel_failover(cluster: Cluster) -> None:
+def test_connect_redis_follows_a_sentinel_failover(any_cluster: Cluster) -> None:
+    cluster = any_cluster
     client = connect_redis(cluster.url)
     assert client.set("before", "1")
-    assert Redis(port=cluster.master_port).get("before") == b"1"
-    wait_for(lambda: Redis(port=cluster.replica_port).get("before") == b"1", 10, what="replication")
+    assert cluster.server(cluster.master_port).get("before") == b"1"
+    wait_for(lambda: cluster.server(cluster.replica_port).get("before") == b"1", 10, what="replication")
     cluster.kill_master()
     wait_for(lambda: cluster.master_named() == cluster.replica_port, 30, interval=0.2, what="promotion")
     wait_for(lambda: _writes(client, "after"), 30, interval=0.2, what="writes to the new master")
-    assert Redis(port=cluster.replica_port).get("after") == b"1"
+    assert cluster.server(cluster.replica_port).get("after") == b"1"
 
 
 def test_worker_chains_survive_a_master_failover(cluster: Cluster, tmp_path: Path, database_url: str) -> None:
