@@ -278,6 +278,13 @@ def test_two_owners_made_by_the_cli_each_see_only_their_own(stack):
     assert status == 401
 
 
+def _workers_listed(redis_url: str) -> list[Any]:
+    from redis import Redis
+    from rq import Worker
+
+    return Worker.all(connection=Redis.from_url(redis_url))
+
+
 @pytest.mark.parametrize("mode", [(), ("--fork",), ("--simple",)], ids=["default", "fork", "simple"])
 def test_a_worker_rides_out_redis_going_away_in_the_middle_of_a_link(tmp_path, database_url, mode):
     """Redis goes away while a task runs and is still away when it ends (a crash, or a Sentinel failover
@@ -299,6 +306,10 @@ def test_a_worker_rides_out_redis_going_away_in_the_middle_of_a_link(tmp_path, d
 
         wait_for(ran_again, 30, interval=0.3, what="the chain to run again once Redis is back")
         assert worker.alive(), worker.output()[-3000:]
+        # RQ registers a worker once, at birth: `rq info`, the console and recur_workers list it again only
+        # if it writes its registration back when Redis comes back without it.
+        listed = wait_for(lambda: _workers_listed(redis.url), 10, what="the worker to be listed again")
+        assert [(w.queue_names(), w.birth_date is not None) for w in listed] == [(["recur"], True)]
         runs = [r for r in stack.api.runs(schedule_id) if r["reason"] is None]
         ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs)
         assert max(ticks.values()) == 1, ticks
@@ -307,3 +318,22 @@ def test_a_worker_rides_out_redis_going_away_in_the_middle_of_a_link(tmp_path, d
         redis.stop()
         for log in sorted(tmp_path.glob("*.log")):
             print(f"----- {log.name} (last 40 lines)\n" + "\n".join(log.read_text(errors="replace").splitlines()[-40:]))
+
+
+@pytest.mark.parametrize("mode", [(), ("--fork",), ("--simple",)], ids=["default", "fork", "simple"])
+def test_a_worker_stopped_while_redis_is_away_exits_cleanly(tmp_path, database_url, mode):
+    """SIGTERM (a deploy, a scale-down) while Redis is down: the worker cannot record its end in Redis (its
+    registration expires by itself), and says so in one line; no traceback, exit status 0."""
+    (tmp_path / "redis").mkdir()
+    redis = RedisServer(tmp_path / "redis")
+    stack = Stack(tmp_path, redis, database_url)
+    try:
+        worker = stack.start_worker(*mode)
+        stack.wait_workers_ready()
+        redis.stop()
+        worker.popen.terminate()
+        assert worker.popen.wait(30) == 0, worker.output()[-3000:]
+        assert "Traceback" not in worker.output(), worker.output()[-3000:]
+    finally:
+        stack.stop()
+

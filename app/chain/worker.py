@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from rq import SimpleWorker, Worker
+from rq import SimpleWorker, Worker, worker_registration
 from rq.executions import Execution
 from rq.worker.base import WorkerStatus
 
@@ -94,10 +94,23 @@ class QuietBetweenJobs(_RQWorker):
         def beat() -> None:
             with self.connection.pipeline(transaction=False) as pipe:
                 super(QuietBetweenJobs, self).heartbeat(timeout, pipeline=pipe)
-                pipe.execute()
+                fields_added = pipe.execute()[0]  # the HSET of last_heartbeat
+            if fields_added:  # the worker's hash had no last_heartbeat: Redis lost its registration
+                self._register_again()
 
         if self._while_redis_away("heartbeat", beat):
             self._beat_at = now
+
+    def _register_again(self) -> None:
+        """Write back the registration RQ writes only at birth (the worker's hash and its place in the
+        workers' sets), after a Redis restart or failover lost it: without it `rq info`, the console and
+        recur_workers no longer count a worker that is running."""
+        with self.connection.pipeline() as pipe:
+            pipe.hset(self.key, mapping=self.serialize())
+            worker_registration.register(self, pipe)
+            pipe.expire(self.key, self.worker_ttl + 60)
+            pipe.execute()
+        log.warning("Redis had lost worker %s's registration: written again", self.name)
 
     _suspension_checked_at: float | None = None
 
@@ -110,6 +123,15 @@ class QuietBetweenJobs(_RQWorker):
         self._suspension_checked_at = now
         self._while_redis_away("check for `rq suspend`",
                                lambda: super(QuietBetweenJobs, self).check_for_suspension(burst))
+
+    def register_death(self) -> None:
+        """RQ's record of the worker's end, which a worker stopped while Redis is away cannot write: its
+        registration then expires by itself (worker_ttl + 60 s), and the worker exits as it was asked to."""
+        self._while_redis_away("record of its end", super().register_death)
+
+    def unsubscribe(self) -> None:
+        """RQ's goodbye to its command channel (`rq` stop-job and shutdown commands), at exit."""
+        self._while_redis_away("unsubscribe from commands", super().unsubscribe)
 
     def run_maintenance_tasks(self) -> None:
         """RQ's cleaning of registries, skipped while Redis cannot be reached."""
