@@ -153,7 +153,7 @@ def test_worker_chains_survive_a_master_failover(cluster: Cluster, tmp_path: Pat
         processes += [start_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
         workflow = api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
         ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"s{i}", "workflow_id": workflow["id"],
-                                                     "interval_seconds": 1})["id"] for i in range(20)]
+                                                     "interval_seconds": 1})["id"] for i in range(50)]
         wait_for(lambda: all(len(api.runs(i)) >= 2 for i in ids), 30, interval=0.3, what="every chain to run")
         cluster.kill_master()
         wait_for(lambda: cluster.master_named() == cluster.replica_port, 30, interval=0.2, what="promotion")
