@@ -32,11 +32,13 @@ def recur(bench: Bench, schedules: int, marks: list[int], mode: str = "default")
         env.reconcile()
         pid = env.workers[0].pid
         sql = "SELECT count(*) FROM runs WHERE status = 'succeeded'"
-        seen = []
+        seen: list[dict[str, Any]] = []
         started = time.monotonic()
         for mark in marks:
-            wait_for(lambda m=mark: int(env.query(sql)[0][0]) >= m, 120 + mark / 20, interval=0.5,
-                     what=f"{mark} links")
+            def reached(m: int = mark) -> bool:
+                return int(env.query(sql)[0][0]) >= m
+
+            wait_for(reached, 120 + mark / 20, interval=0.5, what=f"{mark} links")
             child = wait_for(lambda: work_process(pid), 5, interval=0.02, what="the work process (being replaced?)")
             seen.append({"links": int(env.query(sql)[0][0]), "worker_rss_mb": resident_mb(pid),
                          "work_process_rss_mb": resident_mb(child) if child else None,
