@@ -4,11 +4,13 @@ attempt fails and the chain goes on."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import select
 import signal
+from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -161,9 +163,7 @@ class RecurWorker(QuietBetweenJobs, Worker):
         and Redis work done here, on this process's warm connections, around the horse: a horse that had
         to open its own connections and fill its own caches spent most of its time doing so."""
         execution, handed = self._begin(job, forks=True)
-        self._handed = handed
-        link.hand_to_horse(handed)
-        try:
+        with self._running(handed):
             self.fork_work_horse(job, queue)
             try:
                 self.monitor_work_horse(job, queue, execution)
@@ -172,12 +172,26 @@ class RecurWorker(QuietBetweenJobs, Worker):
                     self.wait_for_horse()  # (cut short at the link's deadline, as ever)
                     self._horse_pid = 0
                 raise
+        self.set_state(WorkerStatus.IDLE)
+
+    @contextlib.contextmanager
+    def _running(self, handed: link.Handed | None, runner: Any = None) -> Iterator[None]:
+        """The frame around a link's task, wherever it runs: the link prepared here is the one running
+        (for the horse, the death handler and the deadline), `runner` runs its task (the pool worker's),
+        and at the end its outcome is recorded and its successor handed off, whatever happened."""
+        self._handed = handed
+        link.hand_to_horse(handed)
+        if runner is not None:
+            link.use_pool(runner)
+        try:
+            yield
         finally:
+            if runner is not None:
+                link.use_pool(None)
             link.hand_to_horse(None)
             self._handed = None
             if handed is not None:
                 self._complete(handed)
-        self.set_state(WorkerStatus.IDLE)
 
     def _begin(self, job: Any, forks: bool) -> tuple[Any, link.Handed | None]:
         """RQ's prepare_execution, with the link claimed here (see _prepare). The worker counts as BUSY
@@ -303,17 +317,8 @@ class RecurPoolWorker(RecurWorker):
             super().run_job(job, queue)
             return
         execution, handed = self._begin(job, forks=False)
-        self._handed = handed
-        link.hand_to_horse(handed)
-        link.use_pool(self._run_in_work_process)
-        try:
+        with self._running(handed, runner=self._run_in_work_process):
             self.perform_job(job, queue, execution)  # RQ's registries and result, here; the task over there
-        finally:
-            link.use_pool(None)
-            link.hand_to_horse(None)
-            self._handed = None
-            if handed is not None:
-                self._complete(handed)
         self.set_state(WorkerStatus.IDLE)
 
     def _run_in_work_process(self, prepared: link.Prepared) -> tuple[Any, str | None]:
