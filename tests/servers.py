@@ -195,7 +195,30 @@ def flask_command(env: dict[str, str], *args: str) -> str:
 
 
 def admin_token(env: dict[str, str]) -> str:
-    """A new API token of the first admin, for real processes' HTTP clients: the schema is brought up to
-    date and the token made with the same `flask` commands a user runs (the token is their last line)."""
+    """A new API token of the first admin, for real processes' HTTP clients: the schema brought up to date
+    and the token issued in this process, as `flask init-db` and `flask tokens create admin` do. Each of those
+    commands is a Python process that imports the whole app, seconds per test on a loaded machine; that they
+    work as the README says is checked once, by admin_token_from_cli in tests/test_integration.py."""
+    from app import create_app, ensure_schema
+    from app.auth.models import Owner
+    from app.auth.tokens import issue
+    from app.clock import utcnow
+    from app.extensions import db
+
+    app = create_app({"DATABASE_URL": env["DATABASE_URL"], "REDIS_URL": env.get("REDIS_URL", "redis://unused")})
+    ensure_schema(app)
+    with app.app_context():
+        try:
+            admin = db.session.query(Owner).filter_by(name="admin").one()
+            secret = issue(admin, "test client", utcnow()).secret
+            db.session.commit()
+            return secret
+        finally:
+            db.session.remove()
+            db.engine.dispose()
+
+
+def admin_token_from_cli(env: dict[str, str]) -> str:
+    """The same, made with the `flask` commands a user runs (the token is their last line)."""
     flask_command(env, "init-db")
     return flask_command(env, "tokens", "create", "admin", "--name", "test client").strip().splitlines()[-1]

@@ -13,7 +13,17 @@ from typing import Any
 
 import pytest
 
-from tests.servers import Process, RedisServer, admin_token, flask_command, free_port, start_web, start_worker, wait_for
+from tests.servers import (
+    Process,
+    RedisServer,
+    admin_token,
+    admin_token_from_cli,
+    flask_command,
+    free_port,
+    start_web,
+    start_worker,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -101,6 +111,20 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisSer
 
 def _parse(instant: str) -> datetime:
     return datetime.fromisoformat(instant.replace("Z", "+00:00"))
+
+
+def test_the_first_token_comes_from_the_flask_commands(database_url, redis_server):
+    """The README's first steps, as a user runs them: `flask init-db`, then `flask tokens create admin`. The
+    token printed opens the API (every other test issues its token in-process: see admin_token)."""
+    from app import create_app
+
+    env = {"DATABASE_URL": database_url, "REDIS_URL": redis_server.url}
+    token = admin_token_from_cli(env)
+    assert token.startswith("recur_")
+    client = create_app(env).test_client()
+    assert client.get("/api/v1/workflows/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    wrong = token[:-1] + ("x" if token[-1] != "x" else "y")
+    assert client.get("/api/v1/workflows/", headers={"Authorization": f"Bearer {wrong}"}).status_code == 401
 
 
 def test_schedule_runs_to_done_through_http(stack):
