@@ -1,6 +1,6 @@
 """REDIS_URL forms: redis:// and rediss:// (TLS) go to redis-py as they are; redis+sentinel:// (and
-rediss+sentinel://, TLS to the master) names Sentinels and a master, so every process connects to whichever
-server is master now, across failovers."""
+rediss+sentinel://, TLS to the Sentinels and the master) names Sentinels and a master, so every process
+connects to whichever server is master now, across failovers."""
 
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ def parse(url: str) -> SentinelTarget | None:
     """The Sentinel target a redis+sentinel:// URL names, or None for a URL redis-py reads itself.
 
     Form: ``redis+sentinel://[[user]:password@]host1[:port],host2[:port]/service[/db]``. The password
-    (and user) is the master's; the Sentinels are reached without one. rediss+sentinel:// reaches the master
-    over TLS, with TLS_OPTIONS in the query (``?ssl_ca_certs=/path/ca.pem``). Raises ValueError on a
-    malformed URL, naming what is wrong.
+    (and user) is the master's; the Sentinels are reached without one. rediss+sentinel:// reaches the
+    Sentinels and the master over TLS, with TLS_OPTIONS in the query (``?ssl_ca_certs=/path/ca.pem``).
+    Raises ValueError on a malformed URL, naming what is wrong.
     """
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() not in SENTINEL_SCHEMES:
