@@ -4,20 +4,21 @@ TLS through Sentinel (rediss+sentinel://) is in tests/test_sentinel.py."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from app.extensions import connect_redis
-from tests.servers import RedisServer, Tls, wait_for
-from tests.test_integration import Stack
+from tests.servers import RedisServer, Tls
+from tests.test_integration import Stack, three_runs_to_done
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def tls_redis(tmp_path: Path) -> RedisServer:
+def tls_redis(tmp_path: Path) -> Iterator[RedisServer]:
     server = RedisServer(tmp_path, tls=Tls(tmp_path))
     yield server
     server.stop()
@@ -27,17 +28,7 @@ def test_the_api_and_a_worker_run_a_chain_over_tls(tmp_path: Path, tls_redis: Re
     assert tls_redis.url.startswith("rediss://")
     stack = Stack(tmp_path, tls_redis, database_url)
     try:
-        stack.start_worker()
-        stack.wait_workers_ready()
-        workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
-        schedule = stack.api.ok("POST", "/api/v1/schedules/", {
-            "name": "three", "workflow_id": workflow["id"], "interval_seconds": 1, "total_repeats": 3,
-        })
-        wait_for(lambda: stack.api.ok("GET", f"/api/v1/schedules/{schedule['id']}/")["status"] == "done", 30,
-                 what="the schedule to reach done over TLS")
-        runs = stack.api.runs(schedule["id"])
-        assert sorted((r["repeat_number"], r["status"]) for r in runs) == [
-            (0, "succeeded"), (1, "succeeded"), (2, "succeeded")]
+        three_runs_to_done(stack)
         assert all(process.alive() for process in [stack.web, *stack.workers])
     finally:
         stack.stop()
