@@ -13,7 +13,7 @@ from redis import Redis
 
 from app import clock, create_app, ensure_schema
 from app.extensions import db
-from tests.servers import RedisServer
+from tests.servers import RedisServer, issue_admin_token
 
 
 class FakeClock:
@@ -153,13 +153,7 @@ def client(app: Flask):  # type: ignore[no-untyped-def]
 
 
 def admin_token(app: Flask) -> str:
-    from app.auth.models import Owner
-    from app.auth.tokens import issue
-
-    with app.app_context():
-        secret = issue(db.session.get(Owner, 1), "tests", clock.utcnow()).secret
-        db.session.commit()
-    return secret
+    return issue_admin_token(app, "tests")
 
 
 def authorized_client(app: Flask, token: str):  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -53,17 +53,22 @@ class Tls:
         return ["--tls-cert-file", str(self.cert), "--tls-key-file", str(self.key),
                 "--tls-ca-cert-file", str(self.ca), "--tls-auth-clients", "no"]
 
-    def ping(self, port: int) -> bool:
+    def wrap(self, sock: socket.socket) -> socket.socket:
+        """The socket, speaking TLS to a server whose certificate this CA signed."""
         import ssl
 
-        context = ssl.create_default_context(cafile=str(self.ca))
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.3) as raw, \
-                    context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
+        return ssl.create_default_context(cafile=str(self.ca)).wrap_socket(sock, server_hostname="127.0.0.1")
+
+
+def answers_ping(port: int, tls: Tls | None = None, timeout: float = 0.3) -> bool:
+    """Whether a redis-server (or Sentinel) on this loopback port answers PING, over TLS with `tls`."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw, \
+                (tls.wrap(raw) if tls is not None else raw) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
 
 
 class RedisServer:
@@ -102,14 +107,7 @@ class RedisServer:
         self._process = self._start()
 
     def _ready(self) -> bool:
-        if self.tls is not None:
-            return self.tls.ping(self.port)
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
+        return answers_ping(self.port, self.tls, timeout=0.2)
 
     def stop(self) -> None:
         self._process.terminate()
@@ -194,26 +192,34 @@ def flask_command(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-def admin_token(env: dict[str, str]) -> str:
-    """A new API token of the first admin, for real processes' HTTP clients: the schema brought up to date
-    and the token issued in this process, as `flask init-db` and `flask tokens create admin` do. Each of those
-    commands is a Python process that imports the whole app, seconds per test on a loaded machine; that they
-    work as the README says is checked once, by admin_token_from_cli in tests/test_integration.py."""
-    from app import create_app, ensure_schema
+def issue_admin_token(app: Any, name: str) -> str:
+    """A new API token of the first admin (owner 1, made by the migrations), issued in this process as
+    `flask tokens create admin` issues it; shown once, as there."""
     from app.auth.models import Owner
     from app.auth.tokens import issue
     from app.clock import utcnow
     from app.extensions import db
 
+    with app.app_context():
+        secret: str = issue(db.session.get(Owner, 1), name, utcnow()).secret
+        db.session.commit()
+    return secret
+
+
+def admin_token(env: dict[str, str]) -> str:
+    """A new API token of the first admin, for real processes' HTTP clients: the schema brought up to date
+    and the token issued in this process, as `flask init-db` and `flask tokens create admin` do. Each of those
+    commands is a Python process that imports the whole app, seconds per test on a loaded machine; that they
+    work as the README says is checked once (test_the_first_token_comes_from_the_flask_commands)."""
+    from app import create_app, ensure_schema
+    from app.extensions import db
+
     app = create_app({"DATABASE_URL": env["DATABASE_URL"], "REDIS_URL": env.get("REDIS_URL", "redis://unused")})
     ensure_schema(app)
-    with app.app_context():
-        try:
-            admin = db.session.query(Owner).filter_by(name="admin").one()
-            secret = issue(admin, "test client", utcnow()).secret
-            db.session.commit()
-            return secret
-        finally:
+    try:
+        return issue_admin_token(app, "test client")
+    finally:
+        with app.app_context():
             db.session.remove()
             db.engine.dispose()
 

@@ -14,7 +14,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from app.extensions import connect_redis
-from tests.servers import Tls, free_port, wait_for
+from tests.servers import Tls, answers_ping, free_port, wait_for
 
 SENTINEL = shutil.which("redis-sentinel")
 pytestmark = pytest.mark.skipif(SENTINEL is None or shutil.which("redis-server") is None,
@@ -62,7 +62,7 @@ class Cluster:
         wait_for(lambda: self._answers(port), 10, what=f"redis {name} to answer")
 
     def _answers(self, port: int) -> bool:
-        return self.tls.ping(port) if self.tls is not None else _ping(port)
+        return answers_ping(port, self.tls)
 
     def server(self, port: int) -> Redis:
         """A client of one server itself (the master, the replica or a Sentinel), not through the Sentinels."""
@@ -89,13 +89,6 @@ def _tls_conf(tls: Tls) -> str:
     """A Sentinel that reaches the servers and the other Sentinels over TLS (tls-replication)."""
     return (f"tls-cert-file {tls.cert}\ntls-key-file {tls.key}\ntls-ca-cert-file {tls.ca}\n"
             "tls-auth-clients no\ntls-replication yes\n")
-
-
-def _ping(port: int) -> bool:
-    try:
-        return bool(Redis(port=port, socket_timeout=0.3, socket_connect_timeout=0.3).ping())
-    except RedisError:
-        return False
 
 
 @pytest.fixture()
