@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -10,6 +11,8 @@ import fakeredis
 import pytest
 from flask import Flask
 from redis import Redis
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from app import clock, create_app, ensure_schema
 from app.extensions import db
@@ -46,13 +49,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """On the PostgreSQL pass (RECUR_TEST_POSTGRES set) run only the tests that use the database under test:
     the others (pure time and policy math, signing, Redis-only tests) already ran on the SQLite pass, and
     would run the same code again. A test that reaches the database by another way than the
-    `database_url` fixture says so with the `database` marker."""
+    `database_url` (or `empty_database_url`) fixture says so with the `database` marker."""
     if not os.environ.get("RECUR_TEST_POSTGRES"):
         return
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
-        uses_database = "database_url" in getattr(item, "fixturenames", ()) or item.get_closest_marker("database")
+        fixtures = set(getattr(item, "fixturenames", ()))
+        uses_database = fixtures & {"database_url", "empty_database_url"} or item.get_closest_marker("database")
         (keep if uses_database else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -67,25 +71,55 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 
 
 @pytest.fixture
-def database_url(tmp_path: Path) -> Iterator[str]:
+def empty_database_url(tmp_path: Path) -> Iterator[str]:
     """A fresh, empty database for one test: a SQLite file, or with RECUR_TEST_POSTGRES set (the URL of a
-    PostgreSQL server, e.g. from scripts/pg-throwaway) a new database created on that server."""
+    PostgreSQL server, e.g. from scripts/pg-throwaway) a new database created on that server. For the tests
+    of the migrations themselves; everything else takes `database_url`."""
+    yield from _fresh_database(tmp_path / "test.db", template=None)
+
+
+@pytest.fixture(scope="session")
+def schema_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One database a session, brought to the newest migration by ensure_schema, as a process brings its own
+    at start: each test's `database_url` is a copy of it."""
+    path = tmp_path_factory.mktemp("schema") / "template.db"
+    for url in _fresh_database(path, template=None):
+        app = create_app({"TESTING": True, "DATABASE_URL": url, "REDIS_URL": "redis://fake"})
+        app.extensions["recur.redis"] = fakeredis.FakeRedis()
+        ensure_schema(app)
+        with app.app_context():
+            db.engine.dispose()  # a PostgreSQL template must have no sessions; SQLite's WAL is folded in
+        yield url
+
+
+@pytest.fixture
+def database_url(tmp_path: Path, schema_template: str) -> Iterator[str]:
+    """A fresh database for one test, at the newest schema with nothing in it but what the migrations put
+    there (the first admin): a copy of the session's template, which costs a file copy (SQLite) or
+    CREATE DATABASE ... TEMPLATE (PostgreSQL) instead of running every migration again. Processes a test
+    starts still run ensure_schema on it, which finds it current."""
+    yield from _fresh_database(tmp_path / "test.db", template=schema_template)
+
+
+def _fresh_database(path: Path, template: str | None) -> Iterator[str]:
     server = os.environ.get("RECUR_TEST_POSTGRES")
     if not server:
-        yield f"sqlite:///{tmp_path / 'test.db'}"
+        if template is not None:
+            shutil.copyfile(make_url(template).database or "", path)
+        yield f"sqlite:///{path}"
         return
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
     name = f"recur_test_{uuid.uuid4().hex[:12]}"
     admin_url = make_url(server).set(drivername="postgresql+psycopg")
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    copy = f' TEMPLATE "{make_url(template).database}"' if template is not None else ""
     with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    yield admin_url.set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+        conn.execute(text(f'CREATE DATABASE "{name}"{copy}'))
+    try:
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def _make_app(database_url: str, redis: Redis, redis_url: str) -> Flask:

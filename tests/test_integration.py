@@ -113,12 +113,12 @@ def _parse(instant: str) -> datetime:
     return datetime.fromisoformat(instant.replace("Z", "+00:00"))
 
 
-def test_the_first_token_comes_from_the_flask_commands(database_url, redis_server):
+def test_the_first_token_comes_from_the_flask_commands(empty_database_url, redis_server):
     """The README's first steps, as a user runs them: `flask init-db`, then `flask tokens create admin`. The
     token printed opens the API (every other test issues its token in-process: see admin_token)."""
     from app import create_app
 
-    env = {"DATABASE_URL": database_url, "REDIS_URL": redis_server.url}
+    env = {"DATABASE_URL": empty_database_url, "REDIS_URL": redis_server.url}
     token = admin_token_from_cli(env)
     assert token.startswith("recur_")
     client = create_app(env).test_client()

@@ -17,8 +17,8 @@ from app.models import ScheduledJob, ScheduleStatus
 
 
 @pytest.fixture
-def migrated(database_url: str) -> Iterator[Flask]:
-    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
+def migrated(empty_database_url: str) -> Iterator[Flask]:
+    app = create_app({"TESTING": True, "DATABASE_URL": empty_database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     ensure_schema(app)
     with app.app_context():
         try:
@@ -50,12 +50,12 @@ def test_the_reconcilers_walk_uses_the_status_id_index(migrated: Flask) -> None:
     assert "TEMP B-TREE" not in plan
 
 
-def test_rows_from_before_owners_belong_to_the_first_admin(database_url: str) -> None:
+def test_rows_from_before_owners_belong_to_the_first_admin(empty_database_url: str) -> None:
     from flask_migrate import upgrade
 
     from app.extensions import MIGRATIONS_DIR
 
-    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
+    app = create_app({"TESTING": True, "DATABASE_URL": empty_database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     with app.app_context():
         try:
             upgrade(directory=MIGRATIONS_DIR, revision="0002")
@@ -78,12 +78,12 @@ def test_rows_from_before_owners_belong_to_the_first_admin(database_url: str) ->
             db.engine.dispose()
 
 
-def test_schedules_from_before_on_exhausted_keep_dying_when_retries_run_out(database_url: str) -> None:
+def test_schedules_from_before_on_exhausted_keep_dying_when_retries_run_out(empty_database_url: str) -> None:
     from flask_migrate import upgrade
 
     from app.extensions import MIGRATIONS_DIR
 
-    app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
+    app = create_app({"TESTING": True, "DATABASE_URL": empty_database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     with app.app_context():
         try:
             upgrade(directory=MIGRATIONS_DIR, revision="0002")
