@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,11 +9,10 @@ import fakeredis
 import pytest
 from flask import Flask
 from redis import Redis
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from app import clock, create_app, ensure_schema
 from app.extensions import db
+from tests.databases import PostgresDatabases, SqliteDatabases
 from tests.servers import RedisServer, issue_admin_token
 
 
@@ -70,56 +67,33 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server.stop()
 
 
-@pytest.fixture
-def empty_database_url(tmp_path: Path) -> Iterator[str]:
-    """A fresh, empty database for one test: a SQLite file, or with RECUR_TEST_POSTGRES set (the URL of a
-    PostgreSQL server, e.g. from scripts/pg-throwaway) a new database created on that server. For the tests
-    of the migrations themselves; everything else takes `database_url`."""
-    yield from _fresh_database(tmp_path / "test.db", template=None)
-
-
 @pytest.fixture(scope="session")
-def schema_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One database a session, brought to the newest migration by ensure_schema, as a process brings its own
-    at start: each test's `database_url` is a copy of it."""
-    path = tmp_path_factory.mktemp("schema") / "template.db"
-    for url in _fresh_database(path, template=None):
-        app = create_app({"TESTING": True, "DATABASE_URL": url, "REDIS_URL": "redis://fake"})
-        app.extensions["recur.redis"] = fakeredis.FakeRedis()
-        ensure_schema(app)
-        with app.app_context():
-            db.engine.dispose()  # a PostgreSQL template must have no sessions; SQLite's WAL is folded in
+def databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteDatabases | PostgresDatabases]:
+    """Where each test's database comes from: SQLite files, or with RECUR_TEST_POSTGRES set (the URL of a
+    PostgreSQL server, e.g. from scripts/pg-throwaway) databases on that server (tests/databases.py)."""
+    server = os.environ.get("RECUR_TEST_POSTGRES")
+    if not server:
+        yield SqliteDatabases(tmp_path_factory.mktemp("schema"))
+        return
+    postgres = PostgresDatabases(server)
+    yield postgres
+    postgres.close()
+
+
+@pytest.fixture
+def database_url(tmp_path: Path, databases: SqliteDatabases | PostgresDatabases) -> Iterator[str]:
+    """A database for one test alone, at the newest schema with nothing in it but what the migrations put
+    there (the first admin), as `flask init-db` leaves it. Processes a test starts still run ensure_schema
+    on it, which finds it current."""
+    with databases.migrated(tmp_path / "test.db") as url:
         yield url
 
 
 @pytest.fixture
-def database_url(tmp_path: Path, schema_template: str) -> Iterator[str]:
-    """A fresh database for one test, at the newest schema with nothing in it but what the migrations put
-    there (the first admin): a copy of the session's template, which costs a file copy (SQLite) or
-    CREATE DATABASE ... TEMPLATE (PostgreSQL) instead of running every migration again. Processes a test
-    starts still run ensure_schema on it, which finds it current."""
-    yield from _fresh_database(tmp_path / "test.db", template=schema_template)
-
-
-def _fresh_database(path: Path, template: str | None) -> Iterator[str]:
-    server = os.environ.get("RECUR_TEST_POSTGRES")
-    if not server:
-        if template is not None:
-            shutil.copyfile(make_url(template).database or "", path)
-        yield f"sqlite:///{path}"
-        return
-    name = f"recur_test_{uuid.uuid4().hex[:12]}"
-    admin_url = make_url(server).set(drivername="postgresql+psycopg")
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    copy = f' TEMPLATE "{make_url(template).database}"' if template is not None else ""
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"{copy}'))
-    try:
-        yield admin_url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+def empty_database_url(tmp_path: Path, databases: SqliteDatabases | PostgresDatabases) -> Iterator[str]:
+    """A new, empty database for one test: for the tests of the migrations and of `flask init-db`."""
+    with databases.empty(tmp_path / "test.db") as url:
+        yield url
 
 
 def _make_app(database_url: str, redis: Redis, redis_url: str) -> Flask:
