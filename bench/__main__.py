@@ -16,6 +16,7 @@ import time
 import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -121,28 +122,28 @@ def run(config: dict[str, Any], only: set[str], database: str) -> dict[str, Any]
                         count = config["throughput_forking" if kind in ("fork", "forking") else "throughput_simple"]
                         samples[system, kind].append(attempt(
                             f"{tag} 1 throughput: {system} {kind} x{workers}, {count} (round {round_})",
-                            lambda s=system, w=workers, k=kind, c=count: _throughput(bench, s, w, k, c)))
+                            partial(_throughput, bench, system, workers, kind, count)))
                 for (system, kind), taken in samples.items():
                     tp[system][f"{kind}x{workers}"] = throughput.best(taken)
             results["throughput"] = tp
         if "2" in only:
             results["lateness"] = []
             for index, (schedules, interval, seconds) in enumerate(config["loads"]):
-                args = (schedules, interval, seconds, n)
+                load = (schedules, interval, seconds, n)
                 label = f"{schedules} schedules @ {interval}s for {seconds}s, {n} workers"
                 entry: dict[str, Any] = {
                     "schedules": schedules, "interval": interval, "seconds": seconds, "workers": n,
                     "recur": attempt(f"{tag} 2 steady load: Recur default worker, {label}",
-                                     lambda a=args: lateness.recur_steady(bench, *a)),
+                                     partial(lateness.recur_steady, bench, *load)),
                     "modes": {},
                 }
                 for mode in config["steady_modes"] if index == 0 else []:
                     entry["modes"][mode] = attempt(f"{tag} 2 steady load: Recur {mode} worker, {label}",
-                                                   lambda a=args, m=mode: lateness.recur_steady(bench, *a, mode=m))
+                                                   partial(lateness.recur_steady, bench, *load, mode=mode))
                 entry["rq"] = attempt(f"{tag} 2 steady load: RQ enqueue_at, {label}",
-                                      lambda a=args: lateness.rq_steady(bench, *a))
+                                      partial(lateness.rq_steady, bench, *load))
                 entry["rqs"] = attempt(f"{tag} 2 steady load: rq-scheduler (poll {config['rqs_poll']}s), {label}",
-                                       lambda a=args: lateness.rqs_steady(bench, *a, poll=config["rqs_poll"]))
+                                       partial(lateness.rqs_steady, bench, *load, poll=config["rqs_poll"]))
                 results["lateness"].append(entry)
         recur_rate = (results.get("throughput", {}).get("recur", {}).get(f"defaultx{n}") or {}).get("per_second")
         if "3" in only:
@@ -159,8 +160,8 @@ def run(config: dict[str, Any], only: set[str], database: str) -> dict[str, Any]
         if "4" in only:
             results["scale"] = [
                 {"count": count,
-                 "recur": attempt(f"{tag} 4 scale: Recur, {count:,} schedules", lambda c=count: scale.recur(bench, c)),
-                 "rq": attempt(f"{tag} 4 scale: RQ, {count:,} scheduled jobs", lambda c=count: scale.bare_rq(bench, c))}
+                 "recur": attempt(f"{tag} 4 scale: Recur, {count:,} schedules", partial(scale.recur, bench, count)),
+                 "rq": attempt(f"{tag} 4 scale: RQ, {count:,} scheduled jobs", partial(scale.bare_rq, bench, count))}
                 for count in config["scale"]
             ]
         if "5" in only:

@@ -68,7 +68,9 @@ def _measure(address: str, requests: int, workflow_id: int, token: str = "") -> 
             listing.append(elapsed)
     finally:
         client.close()
-    ms = lambda values, pct: round(percentile(values, pct) * 1000, 2)  # noqa: E731
+    def ms(values: list[float], pct: float) -> float:
+        return round(percentile(values, pct) * 1000, 2)
+
     return {"requests": requests, "create_p50_ms": ms(create, 50), "create_p99_ms": ms(create, 99),
             "list_p50_ms": ms(listing, 50), "list_p99_ms": ms(listing, 99)}
 

@@ -28,8 +28,9 @@ import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from redis import Redis
 from sqlalchemy import create_engine, text
@@ -169,8 +170,8 @@ def _check(engine: Engine, redis: Redis, kinds: dict[str, str], faults: list[Fau
                 started_at = datetime.fromisoformat(started_at)
             starts.setdefault(schedule_id, []).append(started_at.replace(tzinfo=UTC).timestamp())
 
-    pending = {m.decode().rsplit("-n", 1)[0][len("sched-"):]
-               for m in redis.zrange("rq:scheduled:recur", 0, -1) + redis.lrange("rq:queue:recur", 0, -1)}
+    links = cast(list[bytes], redis.zrange("rq:scheduled:recur", 0, -1) + redis.lrange("rq:queue:recur", 0, -1))
+    pending = {m.decode().rsplit("-n", 1)[0][len("sched-"):] for m in links}
     stalled = []
     mismatched = []
     for row in schedules:
@@ -232,7 +233,7 @@ def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seco
             port = free_port()
             chaos.webs.append((port, start_web(env, port, workdir / f"web{index}.log")))
         for port, _ in chaos.webs:
-            wait_for(lambda p=port: _answers(p), 60, what=f"web server on {port}")
+            wait_for(partial(_answers, port), 60, what=f"web server on {port}")
         chaos.workers = [chaos.start_worker() for _ in range(3)]
         started = time.time()
         kinds = _create_schedules(chaos, schedules)
@@ -270,7 +271,7 @@ def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seco
 def _answers(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health/", timeout=2) as response:
-            return response.status == 200
+            return bool(response.status == 200)
     except (OSError, urllib.error.URLError):
         return False
 

@@ -15,7 +15,7 @@ from rq_scheduler import Scheduler
 from rq_scheduler.utils import to_unix
 
 
-class StampingScheduler(Scheduler):
+class StampingScheduler(Scheduler):  # type: ignore[misc]  # rq-scheduler ships no types
     def enqueue_jobs(self):  # type: ignore[no-untyped-def]
         jobs = list(self.get_jobs_to_queue(with_times=True))
         for job, due in jobs:
