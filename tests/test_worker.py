@@ -177,7 +177,7 @@ def test_the_workers_record_of_an_execution_is_what_rqs_prepare_execution_writes
     redis = Redis.from_url(redis_server.url)
     seen = []
     for record in (
-        lambda worker, job: prepare_execution(worker, job),
+        prepare_execution,
         lambda worker, job: _in_pipeline(redis, lambda pipe: worker._record_execution(job, pipe)),
     ):
         redis.flushall()
