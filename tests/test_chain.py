@@ -174,6 +174,42 @@ def test_lost_run_is_written_off_and_retried(chain_app, fake_clock):
     assert fresh(schedule.id).run_count == 1
 
 
+def test_a_finish_is_three_statements_and_still_counts_for_its_workflows_breaker(chain_app, fake_clock,
+                                                                              monkeypatch):
+    """A run's finish is the run's UPDATE, its schedule's locked read, which also brings the workflow's breaker
+    setting, and the schedule's UPDATE: no statement of its own to ask whether there is a breaker. A workflow
+    with a breaker adds the breaker's own read and writes, and the failure still counts (threshold 1: it opens).
+    Counted on the chain's driver; the outbox's lookup of webhooks, which it caches, is left out."""
+    from sqlalchemy import update
+
+    from app.chain import driver, state
+    from app.extensions import db
+    from app.models import Workflow
+
+    sent: list[str] = []
+    send = driver.Transaction._send
+
+    def counted(self, cursor, rendered, params):  # type: ignore[no-untyped-def]
+        if "FROM webhooks" not in rendered.sql:
+            sent.append(" ".join(rendered.sql.split()[:2]))
+        return send(self, cursor, rendered, params)
+
+    monkeypatch.setattr(driver.Transaction, "_send", counted)
+    for threshold, expected in ((None, 3), (1, 6)):
+        schedule = make_schedule(fake_clock.now, task="builtin.fail", interval_seconds=10, max_retries=0)
+        db.session.execute(update(Workflow).where(Workflow.id == schedule.workflow_id)
+                           .values(breaker_threshold=threshold))
+        db.session.commit()
+        claim = state.claim_tick(schedule.id, schedule.revision, 0, 0, schedule.next_run_at, fake_clock.now, "w")
+        assert isinstance(claim, state.Claim)
+        sent.clear()
+        assert state.finish_run(claim.run_id, RunStatus.FAILED, "boom", fake_clock.now, schedule.id) is not None
+        assert len(sent) == expected, sent
+        workflow = db.session.get(Workflow, schedule.workflow_id, populate_existing=True)
+        assert workflow.breaker_state == ("open" if threshold else "closed")
+        db.session.rollback()
+
+
 def test_warm_up_runs_the_hot_path_and_changes_nothing(chain_app, fake_clock):
     from sqlalchemy import func, select
 

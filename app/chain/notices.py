@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, update
 
 from app.chain import breaker, driver
-from app.models import RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
+from app.models import RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime
 from app.notify.outbox import EventType, emit
 
 _RUN_EVENTS = {
@@ -21,10 +21,6 @@ _STATUS_EVENTS = {
     ScheduleStatus.PAUSED.value: EventType.SCHEDULE_PAUSED,
 }
 _SCHEDULES = ScheduledJob.__table__
-# The breaker setting of a schedule's workflow, by the schedule's id (sent before the schedule is read).
-_HAS_BREAKER = driver.Statement(
-    select(Workflow.breaker_threshold).where(
-        Workflow.id == select(_SCHEDULES.c.workflow_id).where(_SCHEDULES.c.id == bindparam("p_id")).scalar_subquery()))
 _RECOVERED = driver.Statement(
     update(_SCHEDULES).where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.health == bindparam("p_late")))
     .values(health=bindparam("p_ok"), late_since=bindparam("p_none", type_=UTCDateTime()))
@@ -35,13 +31,9 @@ def _iso(instant: datetime | None) -> str | None:
     return None if instant is None else instant.isoformat().replace("+00:00", "Z")
 
 
-def send_breaker_check(tx: driver.Transaction, schedule_id: str) -> driver.Pending:
-    """Whether the schedule's workflow has a circuit breaker, sent now and read by after_run."""
-    return tx.send(_HAS_BREAKER, {"p_id": schedule_id})
-
-
 def after_run(tx: driver.Transaction, schedule: ScheduledJob, run_id: str, nominal: datetime, trigger: str | None,
-              status: RunStatus, error: str | None, now: datetime, breaker_of: driver.Pending | None = None) -> None:
+              status: RunStatus, error: str | None, now: datetime, has_breaker: bool) -> None:
+    """`has_breaker`: the workflow has a circuit breaker (read with the schedule's row by the finish)."""
     event = _RUN_EVENTS.get(status)
     if event is None:  # skipped, cancelled: not a run that ran to an outcome
         return
@@ -50,8 +42,7 @@ def after_run(tx: driver.Transaction, schedule: ScheduledJob, run_id: str, nomin
         "run_id": run_id, "scheduled_for": _iso(nominal), "finished_at": _iso(now), "status": status.value,
         "trigger": trigger, "error": error,
     }, now)
-    has_breaker = (breaker_of or send_breaker_check(tx, schedule.id)).first()
-    if has_breaker is not None and has_breaker[0] is not None:
+    if has_breaker:
         breaker.record(tx, schedule.workflow_id, run_id, status is RunStatus.SUCCEEDED, now)
     if status is RunStatus.SUCCEEDED and schedule.health == "late":
         was: Any = tx.first(_RECOVERED, {"p_id": schedule.id, "p_late": "late", "p_ok": "ok", "p_none": None})

@@ -280,6 +280,13 @@ _FINISH_RUN = driver.Statement(
     .returning(_RUNS.c.schedule_id, _RUNS.c.scheduled_for, _RUNS.c.started_at, _RUNS.c.trigger)
 )
 _LOAD_SCHEDULE = driver.Statement(select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update())
+# A finish's locked read of its schedule brings its workflow's breaker setting along (the last column): whether
+# the outcome counts for a breaker costs no statement of its own. The row lock is the schedule's alone.
+_LOAD_FOR_FINISH = driver.Statement(
+    select(_SCHEDULES, select(Workflow.breaker_threshold).where(Workflow.id == _SCHEDULES.c.workflow_id)
+           .scalar_subquery().label("workflow_breaker_threshold"))
+    .where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update(of=_SCHEDULES)
+)
 # In a claim, after its UPDATE: the row is already locked by this transaction, and a read sees the update.
 _READ_CLAIMED = driver.Statement(select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")))
 # What finishing a run may change; written only while the row still names this run as running.
@@ -312,7 +319,7 @@ _SAVE_PAUSE = driver.Statement(
     .values(pause_note=bindparam("p_pause_note"), paused_at=bindparam("p_paused_at", type_=UTCDateTime()))
 )
 # In warm_up's order: the INSERT, which the foreign key refuses, last.
-_HOT_PATH = (_CLAIM, _FINISH_RUN, _LOAD_SCHEDULE, _SAVE_CHAIN_STATE, _RECORD_RUN)
+_HOT_PATH = (_CLAIM, _FINISH_RUN, _LOAD_FOR_FINISH, _SAVE_CHAIN_STATE, _RECORD_RUN)
 
 
 _ANY_TIME = datetime(2000, 1, 1, tzinfo=UTC)
@@ -363,7 +370,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
     its horse die, or the reconciler that found it lost) applies the outcome; the others get None.
     Returns the schedule as committed, detached from the session (a snapshot to hand off from).
     A caller that knows the run's schedule passes `schedule_id`: the run's UPDATE, the schedule's locked
-    read and its workflow's breaker setting then go in one round trip (pipelined, on PostgreSQL), in the
+    read (with its workflow's breaker setting) then go in one round trip (pipelined, on PostgreSQL), in the
     same order as one after another (the run's row, then the schedule's).
     """
     end_session_transaction()
@@ -372,8 +379,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
             "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
         })
         known = schedule_id
-        loaded = tx.send(_LOAD_SCHEDULE, {"p_id": known}) if known is not None else None
-        breaker_of = notices.send_breaker_check(tx, known) if known is not None else None
+        loaded = tx.send(_LOAD_FOR_FINISH, {"p_id": known}) if known is not None else None
         finished = sent.first()
         if finished is None:
             tx.rollback()
@@ -381,12 +387,13 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
         schedule_id, nominal, _started, trigger = finished
         tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, finished[2], now))
         if loaded is None or schedule_id != known:
-            loaded, breaker_of = tx.send(_LOAD_SCHEDULE, {"p_id": schedule_id}), None
-        schedule = _detached_row(loaded.first())
-        if schedule is None:  # deleted: keep the run's record, touch nothing else
+            loaded = tx.send(_LOAD_FOR_FINISH, {"p_id": schedule_id})
+        row = loaded.first()
+        if row is None:  # deleted: keep the run's record, touch nothing else
             return None
+        schedule = _detached(dict(zip(_SCHEDULE_COLUMNS, row[:-1], strict=True)))
         before = schedule.status
-        notices.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, breaker_of)
+        notices.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, has_breaker=row[-1] is not None)
         if schedule.running_run_id != run_id:
             # A run outside the chain (manual, backfill, a detached tick), or a chain run already written
             # off (whose record was finished first, so it never gets here).
