@@ -219,11 +219,16 @@ _SAVE_BACKLOG = driver.Statement(
 
 
 def _load_locked(tx: driver.Transaction, schedule_id: str) -> ScheduledJob | None:
-    return _detached_row(tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id}))
+    row = tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id})
+    return _schedule_of(row[:-1]) if row is not None else None  # the last column: its workflow's breaker setting
 
 
 def _detached_row(row: tuple[Any, ...] | None) -> ScheduledJob | None:
-    return _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True))) if row is not None else None
+    return _schedule_of(row) if row is not None else None
+
+
+def _schedule_of(row: tuple[Any, ...]) -> ScheduledJob:
+    return _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
 
 
 def _save_moved_on(tx: driver.Transaction, schedule: ScheduledJob) -> None:
@@ -279,10 +284,9 @@ _FINISH_RUN = driver.Statement(
             error=bindparam("p_error"))
     .returning(_RUNS.c.schedule_id, _RUNS.c.scheduled_for, _RUNS.c.started_at, _RUNS.c.trigger)
 )
-_LOAD_SCHEDULE = driver.Statement(select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update())
-# A finish's locked read of its schedule brings its workflow's breaker setting along (the last column): whether
-# the outcome counts for a breaker costs no statement of its own. The row lock is the schedule's alone.
-_LOAD_FOR_FINISH = driver.Statement(
+# The locked read of a schedule brings its workflow's breaker setting along (the last column): whether a
+# finish's outcome counts for a breaker costs no statement of its own. The row lock is the schedule's alone.
+_LOAD_SCHEDULE = driver.Statement(
     select(_SCHEDULES, select(Workflow.breaker_threshold).where(Workflow.id == _SCHEDULES.c.workflow_id)
            .scalar_subquery().label("workflow_breaker_threshold"))
     .where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update(of=_SCHEDULES)
@@ -319,7 +323,7 @@ _SAVE_PAUSE = driver.Statement(
     .values(pause_note=bindparam("p_pause_note"), paused_at=bindparam("p_paused_at", type_=UTCDateTime()))
 )
 # In warm_up's order: the INSERT, which the foreign key refuses, last.
-_HOT_PATH = (_CLAIM, _FINISH_RUN, _LOAD_FOR_FINISH, _SAVE_CHAIN_STATE, _RECORD_RUN)
+_HOT_PATH = (_CLAIM, _FINISH_RUN, _LOAD_SCHEDULE, _SAVE_CHAIN_STATE, _RECORD_RUN)
 
 
 _ANY_TIME = datetime(2000, 1, 1, tzinfo=UTC)
@@ -350,7 +354,7 @@ def warm_up() -> None:
             tx.rollback()
 
 
-_SCHEDULE_COLUMNS = _LOAD_SCHEDULE.columns
+_SCHEDULE_COLUMNS = _READ_CLAIMED.columns
 
 
 def _detached(values: dict[str, Any]) -> ScheduledJob:
@@ -379,7 +383,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
             "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
         })
         known = schedule_id
-        loaded = tx.send(_LOAD_FOR_FINISH, {"p_id": known}) if known is not None else None
+        loaded = tx.send(_LOAD_SCHEDULE, {"p_id": known}) if known is not None else None
         finished = sent.first()
         if finished is None:
             tx.rollback()
@@ -387,11 +391,11 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
         schedule_id, nominal, _started, trigger = finished
         tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, finished[2], now))
         if loaded is None or schedule_id != known:
-            loaded = tx.send(_LOAD_FOR_FINISH, {"p_id": schedule_id})
+            loaded = tx.send(_LOAD_SCHEDULE, {"p_id": schedule_id})
         row = loaded.first()
         if row is None:  # deleted: keep the run's record, touch nothing else
             return None
-        schedule = _detached(dict(zip(_SCHEDULE_COLUMNS, row[:-1], strict=True)))
+        schedule = _schedule_of(row[:-1])
         before = schedule.status
         notices.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, has_breaker=row[-1] is not None)
         if schedule.running_run_id != run_id:
