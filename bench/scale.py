@@ -52,7 +52,7 @@ def recur(bench: Bench, count: int) -> dict[str, Any]:
         steady_cpu = _redis_cpu_ms(redis) - cpu
         assert startup is not None and steady is not None
         floor_seconds = _pass_floor(env, redis)
-        links = redis.zcard(ScheduledJobRegistry("recur", connection=redis).key)  # type: ignore[no-untyped-call]
+        links = redis.zcard(_links_key(redis))
         backlog = _pass_beside_backlog(env, redis, utc(base + 3600))
     finally:
         env.stop()
@@ -87,9 +87,14 @@ def _pass_beside_backlog(env: Any, redis: Any, after_all_due: Any) -> dict[str, 
             "backlog_pass_repaired": report["links_repaired"]}
 
 
+def _links_key(redis: Any) -> str:
+    """The Redis key of the queue's scheduled registry, where every pending link waits."""
+    return str(ScheduledJobRegistry("recur", connection=redis).key)  # type: ignore[no-untyped-call]
+
+
 def _pass_floor(env: Any, redis: Any) -> float:
     """The least a pass over every active schedule can do: read the rows, one ZSCORE per expected link."""
-    key = ScheduledJobRegistry("recur", connection=redis).key  # type: ignore[no-untyped-call]
+    key = _links_key(redis)
     started = time.monotonic()
     with env.context():
         rows = db.session.execute(
