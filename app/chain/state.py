@@ -220,7 +220,12 @@ _SAVE_BACKLOG = driver.Statement(
 
 def _load_locked(tx: driver.Transaction, schedule_id: str) -> ScheduledJob | None:
     row = tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id})
-    return _schedule_of(row[:-1]) if row is not None else None  # the last column: its workflow's breaker setting
+    return _locked_of(row)[0] if row is not None else None
+
+
+def _locked_of(row: tuple[Any, ...]) -> tuple[ScheduledJob, bool]:
+    """A row of _LOAD_SCHEDULE: the schedule, and whether its workflow has a circuit breaker (the last column)."""
+    return _schedule_of(row[:-1]), row[-1] is not None
 
 
 def _detached_row(row: tuple[Any, ...] | None) -> ScheduledJob | None:
@@ -395,9 +400,9 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
         row = loaded.first()
         if row is None:  # deleted: keep the run's record, touch nothing else
             return None
-        schedule = _schedule_of(row[:-1])
+        schedule, has_breaker = _locked_of(row)
         before = schedule.status
-        notices.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, has_breaker=row[-1] is not None)
+        notices.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, has_breaker)
         if schedule.running_run_id != run_id:
             # A run outside the chain (manual, backfill, a detached tick), or a chain run already written
             # off (whose record was finished first, so it never gets here).
