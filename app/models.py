@@ -96,6 +96,7 @@ def _uuid() -> str:
 
 class Workflow(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "workflows"
+    __table_args__ = {"sqlite_autoincrement": True}  # DESIGN 14: ids are never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
@@ -244,6 +245,7 @@ class BreakerTransition(db.Model):  # type: ignore[name-defined,misc]
     """The append-only history of a workflow's circuit breaker."""
 
     __tablename__ = "breaker_transitions"
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"), index=True)
@@ -276,7 +278,8 @@ class TriggerRequest(db.Model):  # type: ignore[name-defined,misc]
     """The first answer to a trigger request with an Idempotency-Key, replayed to its retries."""
 
     __tablename__ = "trigger_requests"
-    __table_args__ = (UniqueConstraint("owner_id", "idempotency_key", name="uq_trigger_requests_key"),)
+    __table_args__ = (UniqueConstraint("owner_id", "idempotency_key", name="uq_trigger_requests_key"),
+                      {"sqlite_autoincrement": True})
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"))

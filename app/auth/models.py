@@ -14,6 +14,7 @@ from app.models import UTCDateTime
 
 class Owner(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "owners"
+    __table_args__ = {"sqlite_autoincrement": True}  # DESIGN 14: ids are never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
@@ -25,6 +26,7 @@ class ApiToken(db.Model):  # type: ignore[name-defined,misc]
     """A bearer token, kept only as its SHA-256: the token itself is shown once, when it is made."""
 
     __tablename__ = "api_tokens"
+    __table_args__ = {"sqlite_autoincrement": True}  # DESIGN 14: ids are never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
@@ -43,6 +45,7 @@ class ScheduleEvent(db.Model):  # type: ignore[name-defined,misc]
     the schedule is deleted (no foreign key to it), so that "who deleted this?" has an answer too."""
 
     __tablename__ = "schedule_events"
+    __table_args__ = {"sqlite_autoincrement": True}  # DESIGN 14: ids are never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     schedule_id: Mapped[str] = mapped_column(String(36), index=True)
@@ -52,4 +55,36 @@ class ScheduleEvent(db.Model):  # type: ignore[name-defined,misc]
     actor_name: Mapped[str] = mapped_column(String(200))
     action: Mapped[str] = mapped_column(String(32))
     at: Mapped[datetime] = mapped_column(UTCDateTime())
+    changes: Mapped[Any] = mapped_column(JSON, nullable=True)
+
+
+class ConsoleSession(db.Model):  # type: ignore[name-defined,misc]
+    """A signed-in console: the cookie carries this row's id and a secret whose SHA-256 is kept here. Signing
+    out deletes the row, so a cookie captured before is refused after; revoking or deleting the token (or
+    its owner) ends every session made with it."""
+
+    __tablename__ = "console_sessions"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class OwnerEvent(db.Model):  # type: ignore[name-defined,misc]
+    """Who made or deleted an owner, and when: the admins' record, kept after the owner and all of theirs
+    are gone (no foreign keys)."""
+
+    __tablename__ = "owner_events"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_id: Mapped[int] = mapped_column(Integer)
+    owner_name: Mapped[str] = mapped_column(String(200))
+    actor_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    actor_name: Mapped[str] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(32))  # owner.created, owner.deleted
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     changes: Mapped[Any] = mapped_column(JSON, nullable=True)

@@ -14,6 +14,7 @@ from app.models import UTCDateTime
 
 class Webhook(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "webhooks"
+    __table_args__ = {"sqlite_autoincrement": True}  # DESIGN 14: ids are never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
@@ -38,7 +39,9 @@ class Event(db.Model):  # type: ignore[name-defined,misc]
 
 
 class Delivery(db.Model):  # type: ignore[name-defined,misc]
-    """One event to one webhook: pending until a 2xx answer (delivered) or a day of retries (failed).
+    """One event to one webhook: pending until a 2xx answer (delivered) or a day of retries (failed), or
+    dropped (with a reason) when, at send time, the webhook is gone, belongs to another owner or no longer
+    subscribes to the event's type.
 
     No foreign key to the webhook: the event's transaction (a run's finish) must never fail because the
     webhook was deleted meanwhile; delivering a deleted webhook's row only marks it dropped."""
@@ -47,20 +50,27 @@ class Delivery(db.Model):  # type: ignore[name-defined,misc]
     __table_args__ = (
         UniqueConstraint("webhook_id", "event_id", name="uq_deliveries_webhook_event"),
         Index("ix_deliveries_due", "status", "next_attempt_at"),
+        # The fair pick: each owner's due deliveries, oldest first (app.notify.delivery).
+        Index("ix_deliveries_owner_due", "status", "owner_id", "next_attempt_at"),
+        {"sqlite_autoincrement": True},
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     webhook_id: Mapped[int] = mapped_column(Integer, index=True)
+    # The event's owner: deliveries are shared out fairly between owners, and deleted with their owner.
+    owner_id: Mapped[int] = mapped_column(Integer)
     event_id: Mapped[str] = mapped_column(ForeignKey("events.id", ondelete="CASCADE"))
     status: Mapped[str] = mapped_column(String(16))  # pending, delivered, failed, dropped
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)  # why it was dropped or given up
 
 
 class DeliveryAttempt(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "delivery_attempts"
+    __table_args__ = {"sqlite_autoincrement": True}  # DESIGN 14: ids are never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id", ondelete="CASCADE"), index=True)

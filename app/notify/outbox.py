@@ -46,7 +46,8 @@ _INSERT_EVENT = driver.Statement(insert(Event.__table__).values(
     id=bindparam("p_id"), owner_id=bindparam("p_owner_id"), type=bindparam("p_type"),
     occurred_at=bindparam("p_at", type_=UTCDateTime()), data=bindparam("p_data", type_=Event.__table__.c.data.type)))
 _INSERT_DELIVERY = driver.Statement(insert(Delivery.__table__).values(
-    webhook_id=bindparam("p_webhook_id"), event_id=bindparam("p_event_id"), status="pending", attempts=0,
+    webhook_id=bindparam("p_webhook_id"), owner_id=bindparam("p_owner_id"), event_id=bindparam("p_event_id"),
+    status="pending", attempts=0,
     next_attempt_at=bindparam("p_at", type_=UTCDateTime()), created_at=bindparam("p_at", type_=UTCDateTime())))
 
 
@@ -81,7 +82,8 @@ def emit(tx: driver.Transaction, owner_id: int | None, event_type: str, data: di
     tx.execute(_INSERT_EVENT, {"p_id": event_id, "p_owner_id": owner_id, "p_type": event_type, "p_at": at,
                                "p_data": data})
     for hook_id in hooks:
-        tx.execute(_INSERT_DELIVERY, {"p_webhook_id": hook_id, "p_event_id": event_id, "p_at": at})
+        tx.execute(_INSERT_DELIVERY, {"p_webhook_id": hook_id, "p_owner_id": owner_id, "p_event_id": event_id,
+                                      "p_at": at})
 
 
 def emit_in_session(owner_id: int | None, event_type: str, data: dict[str, Any], at: datetime) -> None:
@@ -96,7 +98,7 @@ def emit_in_session(owner_id: int | None, event_type: str, data: dict[str, Any],
     db.session.add(event)
     db.session.flush()
     for hook_id in hooks:
-        db.session.add(Delivery(webhook_id=hook_id, event_id=event.id, status="pending", attempts=0,
+        db.session.add(Delivery(webhook_id=hook_id, owner_id=owner_id, event_id=event.id, status="pending", attempts=0,
                                 next_attempt_at=at, created_at=at))
 
 
