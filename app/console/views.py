@@ -3,8 +3,10 @@ things through app.schedules, the service the API uses; nothing here decides wha
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo
 
 from flask import Blueprint, Response, abort, flash, g, redirect, render_template, request, url_for
@@ -68,10 +70,25 @@ def signin() -> Page:
         owner = session.sign_in(request.form.get("token", ""))
         if owner is not None:
             target = request.args.get("next") or ""
-            return redirect(target if target.startswith("/") and not target.startswith("//")
-                            else url_for("console.schedule_list"))
+            return redirect(target if _on_this_site(target) else url_for("console.home"))
         error = "That token is unknown, revoked or expired."
     return render_template("signin.html", error=error), 401 if error else 200
+
+
+def _on_this_site(target: str) -> bool:
+    """Whether `target` is a path on this site, read as a browser might read it: no scheme or host, no `//`
+    start, no backslash (browsers read it as `/`), no whitespace or control character (browsers drop tabs and
+    newlines, so `/<tab>/evil.example` is `//evil.example`), and the same once percent-decoded (where only
+    an escaped space, `%20`, may stay: it is part of many a path)."""
+    for form, space in ((target, ""), (unquote(target), " ")):
+        if not form.startswith("/") or form.startswith("//") or "\\" in form:
+            return False
+        if any(c not in space and (c.isspace() or unicodedata.category(c) in ("Cc", "Cf")) for c in form):
+            return False
+        parts = urlsplit(form)
+        if parts.scheme or parts.netloc:
+            return False
+    return True
 
 
 @console.post("/signout")
