@@ -53,7 +53,7 @@ class Client:
         headers.update(extra_headers or {})
         request = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with _OPENER.open(request, timeout=self.timeout) as response:
                 return _decoded(response.read())
         except urllib.error.HTTPError as exc:
             payload = _decoded(exc.read(), lenient=True)
@@ -85,6 +85,33 @@ class Client:
             offset += len(page["items"])
             if not page["items"] or offset >= page["total"]:
                 return
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        port = -1  # not a port: matches no origin
+    return scheme, (parts.hostname or "").lower(), port
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the origin (scheme, host and port) the request went to: the token in
+    Authorization, which urllib would copy into the redirected request, never reaches another server or
+    leaves https for http. A redirect elsewhere is an ApiError that names where it pointed."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
+        if _origin(newurl) != _origin(req.full_url):
+            fp.close()
+            raise ApiError(code, f"the server redirected to {newurl}, another origin; not followed, so that the "
+                                 "token is not sent there (if that is the Recur server, give it as --url or RECUR_URL)")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_SameOriginRedirects)
 
 
 def _decoded(raw: bytes, lenient: bool = False) -> Any:
