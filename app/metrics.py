@@ -4,7 +4,8 @@ from the database and Redis at scrape time (schedules by status, queue depth, wo
 With PROMETHEUS_MULTIPROC_DIR set (a directory shared by the web and worker processes of one host, emptied
 before they start) prometheus-client keeps each process's values in files there and /metrics adds them up;
 without it, /metrics shows the answering process's own values. Labels are bounded: status, trigger, reason,
-queue; never a schedule or run id.
+state, queue, workflow_id; never a schedule or run id, and never a name an owner typed (/metrics may be open
+to anyone: it shows counts, not what owners called their things).
 """
 
 from __future__ import annotations
@@ -97,11 +98,12 @@ class StateCollector(Collector):
         from app.models import Workflow
 
         breakers = GaugeMetricFamily("recur_breaker_state", "1 for the state each workflow's circuit breaker is in "
-                                     "(workflows with a breaker only).", labels=["workflow", "state"])
-        for name, state in db.session.execute(select(Workflow.name, Workflow.breaker_state)
-                                              .where(Workflow.breaker_threshold.is_not(None))).all():
+                                     "(workflows with a breaker only).", labels=["workflow_id", "state"])
+        for workflow_id, state in db.session.execute(select(Workflow.id, Workflow.breaker_state)
+                                                     .where(Workflow.breaker_threshold.is_not(None))
+                                                     .order_by(Workflow.id)).all():
             for each in ("closed", "open", "half_open"):
-                breakers.add_metric([name, each], 1 if state == each else 0)
+                breakers.add_metric([str(workflow_id), each], 1 if state == each else 0)
         db.session.rollback()
         yield breakers
         alerts = GaugeMetricFamily("recur_schedules_late", "Schedules whose missed-run alert has fired.")
