@@ -50,6 +50,8 @@ class Settings:
     RECUR_WEBHOOK_TIMEOUT_SECONDS: float = 10.0
     RECUR_WEBHOOK_BACKOFF_SECONDS: float = 5.0
     RECUR_WEBHOOK_BACKOFF_MAX_SECONDS: float = 3600.0
+    # How many deliveries one process sends at once; one owner may hold at most half of them.
+    RECUR_WEBHOOK_CONCURRENCY: int = 8
     # How often every process looks for due deliveries and (one process at a time) for late schedules.
     RECUR_WATCH_SECONDS: float = 1.0
 
@@ -82,6 +84,7 @@ class Settings:
                                                  defaults.RECUR_WEBHOOK_BACKOFF_SECONDS),
             RECUR_WEBHOOK_BACKOFF_MAX_SECONDS=_float("RECUR_WEBHOOK_BACKOFF_MAX_SECONDS",
                                                      defaults.RECUR_WEBHOOK_BACKOFF_MAX_SECONDS),
+            RECUR_WEBHOOK_CONCURRENCY=max(1, _int("RECUR_WEBHOOK_CONCURRENCY", defaults.RECUR_WEBHOOK_CONCURRENCY)),
             RECUR_WATCH_SECONDS=_float("RECUR_WATCH_SECONDS", defaults.RECUR_WATCH_SECONDS),
         )
 

@@ -3,6 +3,8 @@ audit trail (/schedules/{id}/events/)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from flask import Response, jsonify
 from sqlalchemy import delete, func, select
 
@@ -13,6 +15,8 @@ from app.api.schemas import (
     INT_MAX,
     EventPage,
     OwnerCreatedOut,
+    OwnerEventOut,
+    OwnerEventPage,
     OwnerIn,
     OwnerOut,
     OwnerPage,
@@ -20,16 +24,18 @@ from app.api.schemas import (
     TokenIn,
     TokenOut,
     TokenPage,
+    dump,
     event_out,
     owner_out,
     token_out,
 )
 from app.api.views import _body, _created, _known_shape, _query, _schema, api
-from app.auth.models import ApiToken, Owner, ScheduleEvent
+from app.auth.models import ApiToken, Owner, OwnerEvent, ScheduleEvent
 from app.auth.scope import caller, get_owned, scoped
 from app.auth.tokens import issue
 from app.extensions import db
 from app.models import ScheduledJob, Workflow
+from app.notify import outbox
 
 
 def _admin_only() -> Owner:
@@ -104,6 +110,7 @@ def create_owner() -> tuple[Response, int]:
     db.session.add(owner)
     db.session.flush()
     issued = issue(owner, "first token", now)
+    _record(owner, "owner.created", now, {"is_admin": owner.is_admin})
     db.session.commit()
     return _created({**owner_out(owner), "token": token_out(issued.token, issued.secret)})
 
@@ -111,6 +118,9 @@ def create_owner() -> tuple[Response, int]:
 @api.delete("/owners/<int:owner_id>/")
 @documented(summary="Delete an owner and everything it owns (admin)", ok=204, errors=[403, 404])
 def delete_owner(owner_id: int) -> tuple[str, int]:
+    """Everything of the owner goes with it: tokens (and so console sessions), workflows, schedules with their
+    runs and pending links, webhooks, events, deliveries and their attempts. What stays is the admins'
+    record that it was deleted, by whom (GET /audit/owners/)."""
     admin = _admin_only()
     owner = db.session.get(Owner, owner_id) if owner_id <= INT_MAX else None
     if owner is None:
@@ -119,12 +129,33 @@ def delete_owner(owner_id: int) -> tuple[str, int]:
         raise ApiError(400, "invalid_state", "An admin cannot delete their own owner.")
     from app import schedules
 
+    now = clock.utcnow()
     ids = list(db.session.scalars(select(ScheduledJob.id).where(ScheduledJob.owner_id == owner_id)))
-    schedules.remove(ids, clock.utcnow())  # their pending links go too
+    schedules.remove(ids, now)  # their runs and pending links go too
+    outbox.remove_owner(owner_id)
     db.session.execute(delete(Workflow).where(Workflow.owner_id == owner_id))
-    db.session.execute(delete(Owner).where(Owner.id == owner_id))  # its tokens and events go with it
+    _record(owner, "owner.deleted", now, {"schedules": len(ids)})
+    db.session.execute(delete(Owner).where(Owner.id == owner_id))  # tokens, sessions, audit trail by cascade
     db.session.commit()
     return "", 204
+
+
+def _record(owner: Owner, action: str, now: datetime, changes: dict[str, object]) -> None:
+    actor = caller()
+    db.session.add(OwnerEvent(owner_id=owner.id, owner_name=owner.name, actor_id=actor.id, actor_name=actor.name,
+                              action=action, at=now, changes=changes))
+
+
+@api.get("/audit/owners/")
+@documented(summary="Owners made and deleted, and by whom, newest first (admin)", answer=OwnerEventPage,
+            query=PageIn, errors=[403])
+def list_owner_events() -> Response:
+    _admin_only()
+    page = _query(_schema(PageIn))
+    total = db.session.scalar(select(func.count()).select_from(OwnerEvent))
+    rows = db.session.scalars(select(OwnerEvent).order_by(OwnerEvent.id.desc())
+                              .limit(page["limit"]).offset(page["offset"]))
+    return jsonify({"items": [dump(OwnerEventOut, e) for e in rows], "total": total})
 
 
 @api.get("/schedules/<schedule_id>/events/")

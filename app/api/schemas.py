@@ -578,3 +578,19 @@ class DeliveryAttemptPage(Schema):
     items = _out(fields.List(fields.Nested(DeliveryAttemptOut)))
     total = _out(fields.Integer())
     pending = _out(fields.Integer())
+
+
+class OwnerEventOut(Schema):
+    """The admins' record of an owner made or deleted, kept after the owner is gone."""
+
+    id = _out(fields.Integer())
+    owner_id = _out(fields.Integer())
+    owner_name = _out(fields.String())
+    actor_id = _out(fields.Integer(allow_none=True))
+    actor = _out(fields.String(attribute="actor_name"))
+    action = _out(fields.String())
+    at = _out(Iso())
+    changes = _out(fields.Raw(allow_none=True))
+
+
+OwnerEventPage = _page_of(OwnerEventOut)

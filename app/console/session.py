@@ -1,5 +1,8 @@
-"""Signing in to the console: an API token, checked once, becomes a session naming that token (never the
-token itself); each request re-reads the token, so revoking or expiring it signs the console out too.
+"""Signing in to the console: an API token, checked once, becomes a console session (a row naming that token,
+app.auth.models.ConsoleSession); the cookie carries the session's id and a random secret whose digest the row
+keeps, never the token. Each request re-reads the session and its token, so signing out (which deletes the
+row), revoking or expiring the token, or deleting its owner ends the session for good: a cookie captured
+before is refused after, and no row id in a cookie can come to name someone else's session.
 
 The cookie is HttpOnly, SameSite=Lax and (unless RECUR_SECURE_COOKIES=0) Secure; every form carries a
 per-session CSRF token that each POST must return (a form field, or the X-CSRF-Token header).
@@ -10,16 +13,18 @@ from __future__ import annotations
 import hmac
 import secrets
 from collections.abc import Callable
+from datetime import timedelta
 from functools import wraps
 from typing import Any, TypeVar
 
 from flask import Flask, abort, g, redirect, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from redis.exceptions import RedisError
+from sqlalchemy import delete
 
 from app import clock
-from app.auth.models import ApiToken, Owner
-from app.auth.tokens import authenticate
+from app.auth.models import ApiToken, ConsoleSession, Owner
+from app.auth.tokens import authenticate, digest_of
 from app.extensions import db, get_redis
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -27,6 +32,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Where the console's signing key is kept when RECUR_SECRET_KEY is not set: made once, shared by every
 # process of the cluster (a restart keeps sessions; emptying Redis signs everyone out).
 SECRET_KEY_KEY = "recur:console:secret-key"
+# How long a console session lasts after signing in (the token's own expiry ends it sooner).
+SESSION_LIFETIME = timedelta(days=7)
 
 
 class SharedKeySessionInterface(SecureCookieSessionInterface):
@@ -70,24 +77,46 @@ def sign_in(secret: str) -> Owner | None:
     if found is None:
         return None
     owner, token = found
+    now = clock.utcnow()
+    secret = secrets.token_urlsafe(32)
+    db.session.execute(delete(ConsoleSession).where(ConsoleSession.expires_at <= now))  # sessions past their life
+    row = ConsoleSession(token_id=token.id, digest=digest_of(secret), created_at=now, expires_at=now + SESSION_LIFETIME)
+    db.session.add(row)
+    db.session.commit()
     session.clear()
-    session["token_id"] = token.id
+    session["sid"] = row.id
+    session["secret"] = secret
     session["csrf"] = secrets.token_urlsafe(32)
     return owner
 
 
 def sign_out() -> None:
+    """End this session for good: its row goes, so the cookie (or a copy of it) names nothing any more."""
+    row = _session_row()
+    if row is not None:
+        db.session.delete(row)
+        db.session.commit()
     session.clear()
 
 
+def _session_row() -> ConsoleSession | None:
+    sid, secret = session.get("sid"), session.get("secret")
+    if not isinstance(sid, int) or not isinstance(secret, str):
+        return None
+    row = db.session.get(ConsoleSession, sid)
+    if row is None or not hmac.compare_digest(row.digest, digest_of(secret)):
+        return None
+    return row
+
+
 def load_owner() -> None:
-    """g.owner (which app.auth.scope reads) from the session's token, if it is still valid."""
+    """g.owner (which app.auth.scope reads) from the session's row and its token, if both are still valid."""
     g.owner = g.token = None
-    token_id = session.get("token_id")
-    if token_id is None:
+    if "sid" not in session:
         return
-    token = db.session.get(ApiToken, token_id)
+    row = _session_row()
     now = clock.utcnow()
+    token = db.session.get(ApiToken, row.token_id) if row is not None and row.expires_at > now else None
     if token is None or token.revoked_at is not None or (token.expires_at is not None and token.expires_at <= now):
         session.clear()
         return

@@ -15,12 +15,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import bindparam, delete, insert, select
 
 from app.chain import driver
 from app.extensions import db
 from app.models import UTCDateTime
-from app.notify.models import Delivery, Event, Webhook
+from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
 
 
 class EventType(StrEnum):
@@ -55,6 +55,17 @@ def forget(owner_id: int) -> None:
     """A webhook of this owner was made or deleted here: read its subscriptions again."""
     with _lock:
         _cache.pop(owner_id, None)
+
+
+def remove_owner(owner_id: int) -> None:
+    """Delete every webhook, event, delivery and attempt of an owner being deleted (in the caller's
+    transaction), and forget its subscriptions here."""
+    deliveries = select(Delivery.id).where(Delivery.owner_id == owner_id)
+    db.session.execute(delete(DeliveryAttempt).where(DeliveryAttempt.delivery_id.in_(deliveries)))
+    db.session.execute(delete(Delivery).where(Delivery.owner_id == owner_id))
+    db.session.execute(delete(Event).where(Event.owner_id == owner_id))
+    db.session.execute(delete(Webhook).where(Webhook.owner_id == owner_id))
+    forget(owner_id)
 
 
 def _subscribers(read: Callable[[], list[tuple[Any, ...]]], owner_id: int, event_type: str) -> list[int]:

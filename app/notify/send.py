@@ -1,12 +1,17 @@
 """One signed POST to a checked address: http.client connected to the IP the guard approved, with the
-host's name in the Host header and, for https, in SNI and the certificate check."""
+host's name in the Host header and, for https, in SNI and the certificate check.
+
+A POST has one deadline for connecting, sending and reading the answer together: a socket timeout alone
+applies to each read, and a receiver that trickles a byte every half second would hold it for ever."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -52,15 +57,34 @@ def post(url: str, secret: str | None, message_id: str, timestamp: int, payload:
         connection = _PinnedHTTPS(target.host, target.address, target.port, timeout)
     else:
         connection = http.client.HTTPConnection(target.address, target.port, timeout=timeout)
+    expired = threading.Event()
+
+    def cut_off() -> None:
+        expired.set()
+        sock = connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # the blocked read or write returns at once
+
+    deadline = threading.Timer(timeout, cut_off)
+    deadline.daemon = True
+    deadline.start()
     try:
         host_header = target.host if target.port in (80, 443) else f"{target.host}:{target.port}"
         headers = signing.headers(secret, message_id, timestamp, body) if secret else {
             "webhook-id": message_id, "webhook-timestamp": str(timestamp), "Content-Type": "application/json"}
         connection.request("POST", target.path, body=body, headers={**headers, "Host": host_header})
+        if expired.is_set():
+            raise TimeoutError
         response = connection.getresponse()
         response.read(65536)
+        if expired.is_set():
+            raise TimeoutError
         return Answer(response.status, took(), None if 200 <= response.status < 300 else f"HTTP {response.status}")
-    except (OSError, http.client.HTTPException, ssl.SSLError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the send raises is this attempt's error
+        if expired.is_set():
+            return Answer(None, took(), f"no complete answer within the {timeout:g} s deadline")
         return Answer(None, took(), f"{type(exc).__name__}: {exc}"[:500])
     finally:
+        deadline.cancel()
         connection.close()
