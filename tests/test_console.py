@@ -168,3 +168,30 @@ def test_the_api_opens_no_session_so_redis_being_down_is_still_a_503(database_ur
     finally:
         with app.app_context():
             db.engine.dispose()
+
+
+def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
+    """A worker busy with the admin's schedule, on a host whose name is in the worker's, and the reconciler's
+    totals: the admin's page shows them, another owner's page only that a worker runs (as the API's health
+    keeps its detail to admins)."""
+    from rq import Worker
+    from rq.job import Job
+
+    from app.background import reconcile_once
+    from app.extensions import get_queue, get_redis
+    from tests.chain_driver import make_schedule, scheduled_ids
+
+    schedule = make_schedule(clock.utcnow(), interval_seconds=3600)  # owner 1, the admin
+    [link] = scheduled_ids(app)
+    assert link.startswith(f"sched-{schedule.id}-")
+    worker = Worker([get_queue(app)], connection=get_redis(app), name="recur-db-host-secret-7.internal-4242")
+    worker.register_birth()
+    worker.prepare_execution(Job.fetch(link, connection=get_redis(app)))
+    assert reconcile_once(app) is not None  # the reconciler's totals exist
+
+    admin = _signed_in(app, admin_token(app)).get("/health", base_url=HTTPS).get_data(as_text=True)
+    assert "db-host-secret-7.internal" in admin and link in admin and "reconcile passes" in admin
+    other = _signed_in(app, _owner(app, "other")).get("/health", base_url=HTTPS).get_data(as_text=True)
+    for hidden in ("db-host-secret-7.internal", schedule.id, "reconcile passes", "links repaired", "queue depth"):
+        assert hidden not in other
+    assert 'id="worker-count">1<' in other

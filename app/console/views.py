@@ -329,18 +329,26 @@ def workflow_list() -> Page:
 @console.get("/health")
 @session.signed_in
 def health() -> Page:
+    """The service's health. As the API's health, the detail that shows other owners' activity (workers' host
+    names and current jobs, the queue, the reconciler's totals) only to an admin; to an owner, their own
+    schedules' counts and how many workers run."""
     from rq import Worker
     from rq.registry import ScheduledJobRegistry
 
-    redis_state, workers, depth, waiting, stats = "ok", [], None, None, {}
+    detail = bool(g.owner.is_admin)
+    redis_state, workers, worker_count, depth, waiting, stats = "ok", [], None, None, None, {}
     try:
         redis = get_redis()
-        queue = get_queue()
-        workers = sorted(Worker.all(connection=redis), key=lambda w: w.name)
-        depth, waiting = queue.count, ScheduledJobRegistry(queue=queue).count  # type: ignore[no-untyped-call]
-        stats = read_stats(redis)
+        if detail:
+            queue = get_queue()
+            workers = sorted(Worker.all(connection=redis), key=lambda w: w.name)
+            worker_count = len(workers)
+            depth, waiting = queue.count, ScheduledJobRegistry(queue=queue).count  # type: ignore[no-untyped-call]
+            stats = read_stats(redis)
+        else:
+            worker_count = Worker.count(connection=redis)
     except RedisError as exc:
         redis_state = f"unavailable: {type(exc).__name__}"
-    return render_template("health.html", redis_state=redis_state, workers=workers, depth=depth, waiting=waiting,
-                           stats=stats, counts=queries.status_counts(), statuses=[s.value for s in ScheduleStatus],
-                           owner=g.owner)
+    return render_template("health.html", redis_state=redis_state, detail=detail, workers=workers,
+                           worker_count=worker_count, depth=depth, waiting=waiting, stats=stats,
+                           counts=queries.status_counts(), statuses=[s.value for s in ScheduleStatus], owner=g.owner)
