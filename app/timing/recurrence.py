@@ -11,7 +11,15 @@ from dateutil.rrule import rrule, rrulestr
 
 from .errors import TimingError
 from .instants import LATEST
-from .rrulecheck import check_satisfiable, rebased_start
+from .rrulecheck import (
+    DATEUTIL_ERRORS,
+    MAX_STEPS,
+    Undecided,
+    bounded,
+    check_satisfiable,
+    first_occurrence,
+    rebased_start,
+)
 from .rruledescribe import describe_rrule
 from .rruleparts import RRuleParts, split_rrule
 from .wallclock import utc_to_wall, wall_to_utc
@@ -32,13 +40,18 @@ class RRuleTiming:
     start_is_run: bool = True
     kind: str = "rrule"
     is_one_shot: bool = False
+    steps: int = field(default=MAX_STEPS, compare=False, repr=False)  # each search's budget (rrulecheck)
 
     @classmethod
-    def parse(cls, text: str, tz: ZoneInfo, anchor: datetime, start_is_run: bool = True) -> RRuleTiming:
+    def parse(
+        cls, text: str, tz: ZoneInfo, anchor: datetime, start_is_run: bool = True, steps: int = MAX_STEPS
+    ) -> RRuleTiming:
         """Validate the rule (TimingError("rrule", reason)) with DTSTART = anchor as local wall time.
 
         With start_is_run False the anchor is a default DTSTART (the creation instant), which is never
         itself a run: a new schedule never fires at once. COUNT then counts the runs, the ones after it.
+        The rule's first occurrence must be found within `steps` (a rule that may never match is refused
+        here, where every create, PATCH and preview builds its timing).
         """
         parts = split_rrule(text)
         start = utc_to_wall(anchor, tz)
@@ -49,29 +62,40 @@ class RRuleTiming:
         if not isinstance(rule, rrule):  # pragma: no cover - a single RRULE value always gives an rrule
             raise TimingError("rrule", "expected a single recurrence rule")
         check_satisfiable(rule, parts)
+        first = first_occurrence(rule, start, steps=steps)
         count = parts.get("COUNT")
-        if not start_is_run and count is not None and rule.after(start, inc=True) == start:
+        if not start_is_run and count is not None and first == start:
             rule = rule.replace(count=int(count) + 1)  # DTSTART is an occurrence, and not a run
-        return cls(parts, anchor, tz, rule, start_is_run)
+        return cls(parts, anchor, tz, rule, start_is_run, steps=steps)
 
     def next_after(self, instant: datetime) -> datetime | None:
-        """First occurrence strictly after `instant` (UNTIL and COUNT honoured), or None."""
+        """First occurrence strictly after `instant` (UNTIL and COUNT honoured), or None.
+
+        None too when the search finds no occurrence within `steps` of the previous one: a rule that matched
+        from DTSTART but lands on no allowed day for that long is taken to match no more, as Spec takes a
+        timing whose candidates its constraints rule out MAX_RULED_OUT times in a row.
+        """
         if not self.start_is_run and instant < self.anchor:
             instant = self.anchor
         wall = utc_to_wall(instant, self.tz)
         rule = self.rule
-        if self.parts.get("COUNT") is None:
-            start = rebased_start(rule, wall)
-            if start is not None:
-                rule = rule.replace(dtstart=start)
-        for occurrence in rule.xafter(wall, inc=False):
-            if occurrence > _STOP:
-                return None
-            candidate = wall_to_utc(occurrence, self.tz)
-            if self.parts.until_utc is not None and candidate > self.parts.until_utc:
-                return None
-            if candidate > instant:
-                return candidate
+        try:
+            if self.parts.get("COUNT") is None:
+                start = rebased_start(rule, wall)
+                if start is not None:
+                    rule = rule.replace(dtstart=start)
+            for occurrence in bounded(rule.xafter(wall, inc=False), self.steps):
+                if occurrence > _STOP:
+                    return None
+                candidate = wall_to_utc(occurrence, self.tz)
+                if self.parts.until_utc is not None and candidate > self.parts.until_utc:
+                    return None
+                if candidate > instant:
+                    return candidate
+        except Undecided:
+            return None
+        except DATEUTIL_ERRORS as error:  # a rule that parse() could iterate: not expected, but never a crash
+            raise TimingError("rrule", f"the rule cannot be evaluated ({error})") from None
         return None
 
     def describe(self) -> str:

@@ -1,13 +1,18 @@
-"""Guards around dateutil.rrule: reject rules that can never fire, and rebase DTSTART for fast queries.
+"""Guards around dateutil.rrule: reject rules that can never fire, bound every search, rebase DTSTART.
 
 dateutil walks period by period until year 9999 when every period is filtered out (e.g. 30 February),
 which takes seconds; we detect such rules up front on a cheap YEARLY proxy of the rule's date filters.
+What the proxy cannot see (INTERVAL steps that never land on an allowed day: FREQ=DAILY;INTERVAL=7;BYDAY=MO
+from a Tuesday) the step budget of `bounded` cuts short.
 Reads dateutil's normalised (underscore) attributes, which already include the defaults from DTSTART.
 """
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from collections.abc import Iterator
 from datetime import date, datetime, timedelta
+from types import FrameType
 from typing import Any
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, SECONDLY, WEEKLY, YEARLY, rrule, weekday
@@ -16,8 +21,74 @@ from .errors import TimingError
 from .rruleparts import RRuleParts
 
 _CYCLE_YEARS = 28  # the calendar (weekday of each date) repeats every 28 years within a century
-_STEPS = {WEEKLY: timedelta(weeks=1), DAILY: timedelta(days=1), HOURLY: timedelta(hours=1),
-          MINUTELY: timedelta(minutes=1), SECONDLY: timedelta(seconds=1)}
+_PERIODS = {WEEKLY: timedelta(weeks=1), DAILY: timedelta(days=1), HOURLY: timedelta(hours=1),
+            MINUTELY: timedelta(minutes=1), SECONDLY: timedelta(seconds=1)}
+
+
+# The work one search through a rule may do between two occurrences, counted in the Python and C function
+# calls made while dateutil iterates (sys.setprofile's "call" and "c_call" events). dateutil offers no other
+# way to stop a search: a period with no candidate yields nothing and checks no UNTIL, so a rule whose every
+# period is filtered out walks to the year 9999 inside one next() (about a second). A count of calls is
+# deterministic for a given rule and dateutil, where a CPU-time deadline would depend on the machine and its
+# load. 100,000 calls are roughly 40,000 periods of a daily rule or 100,000 seconds of a SECONDLY rule's
+# search for an allowed hour, and 0.1-0.2 s of CPU; a daily rule's next 29 February that is a Monday (28 to
+# 40 years away) takes under half of it. Counting roughly doubles a search's CPU (some 40 us more for a
+# typical rule's next_after, measured at this commit), a price only rrule schedules pay.
+MAX_STEPS = 100_000
+# What dateutil raises on a rule it accepted but cannot iterate (FREQ=MINUTELY;INTERVAL=1440;BYHOUR=5 from
+# noon: "Invalid combination of interval and byhour"), or at the edge of the calendar.
+DATEUTIL_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError)
+
+
+class Undecided(Exception):
+    """A search used up its steps without finding an occurrence: the rule may never match."""
+
+
+def bounded(occurrences: Iterator[datetime], steps: int = MAX_STEPS) -> Iterator[datetime]:
+    """The occurrences, giving up with Undecided when dateutil makes more than `steps` calls before the next.
+
+    The count is taken by a profile hook installed only while dateutil runs (sys.setprofile is per thread).
+    Under a profiler that holds the hook already (cProfile, yappi) the search is left unbounded rather than
+    displacing it.
+    """
+    if sys.getprofile() is not None:
+        yield from occurrences
+        return
+    left = steps
+
+    def spend(frame: FrameType, event: str, arg: Any) -> None:
+        nonlocal left
+        if event == "call" or event == "c_call":
+            left -= 1
+            if left < 0:
+                raise Undecided(f"no occurrence within {steps:,} steps")
+
+    while True:
+        left = steps
+        sys.setprofile(spend)
+        try:
+            occurrence = next(occurrences, None)
+        finally:
+            sys.setprofile(None)
+        if occurrence is None:
+            return
+        yield occurrence
+
+
+def first_occurrence(rule: rrule, start: datetime, *, steps: int = MAX_STEPS) -> datetime | None:
+    """The rule's first occurrence at or after `start` (None if it has none, e.g. UNTIL passed).
+
+    TimingError("rrule") when the search cannot decide within `steps`, or dateutil fails while iterating:
+    a request that validates a rule then costs a bounded amount of work, and never a 500.
+    """
+    try:
+        return next(bounded(rule.xafter(start, inc=True), steps), None)
+    except Undecided:
+        raise TimingError("rrule", f"this rule finds no occurrence within {steps:,} steps of the search; it may "
+                                   "never match (e.g. INTERVAL steps that never land on an allowed BYDAY, "
+                                   "BYMONTHDAY or BYHOUR)") from None
+    except DATEUTIL_ERRORS as error:
+        raise TimingError("rrule", f"the rule cannot be evaluated ({error}); it may never match") from None
 
 
 def _attr(rule: rrule, name: str) -> Any:
@@ -94,8 +165,8 @@ def rebased_start(rule: rrule, wall: datetime) -> datetime | None:
     """
     start: datetime = _attr(rule, "_dtstart")
     freq, interval = _attr(rule, "_freq"), _attr(rule, "_interval") or 1
-    if freq in _STEPS:
-        period = _STEPS[freq] * interval
+    if freq in _PERIODS:
+        period = _PERIODS[freq] * interval
         steps = (wall - start) // period - 1
         return start + period * steps if steps >= 1 else None
     if start.day > 28:
