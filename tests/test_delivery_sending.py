@@ -1,0 +1,153 @@
+"""Sending a delivery against real sockets: one deadline for the whole POST, no database transaction open
+while a receiver is being called, the day's give-up judged before sending, and a URL that cannot be sent
+recorded as a failed attempt that stops nobody else's delivery."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from datetime import timedelta
+
+from sqlalchemy import create_engine, select, text
+
+from app import clock
+from app.extensions import db
+from app.notify import delivery, outbox, send
+from app.notify.models import Delivery, DeliveryAttempt
+from tests.conftest import authorized_client
+from tests.receiver import Receiver
+from tests.servers import free_port, wait_for
+from tests.test_owners import _owner
+from tests.test_trust_e2e import TricklingReceiver
+
+
+def test_a_trickling_receiver_is_cut_off_at_the_deadline() -> None:
+    trickle = TricklingReceiver()
+    try:
+        started = time.monotonic()
+        answer = send.post(f"http://127.0.0.1:{trickle.port}/hook", None, "evt_1", 0, {"x": 1},
+                           frozenset({"127.0.0.1"}), 1.0)
+        took = time.monotonic() - started
+    finally:
+        trickle.stop()
+    assert answer.status_code is None and answer.error is not None and "deadline" in answer.error, answer
+    assert took < 3.0, took  # a per-read timeout alone let a byte a second hold it for as long as it trickled
+
+
+def _pending_delivery(app, client, url: str, created_ago: timedelta = timedelta(0)) -> int:  # type: ignore[no-untyped-def]
+    app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
+    hook = client.post("/api/v1/webhooks/", json={"url": url, "event_types": ["schedule.paused"]})
+    assert hook.status_code == 201, hook.json
+    flow = client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).json["id"]
+    schedule = client.post("/api/v1/schedules/", json={"name": "s", "workflow_id": flow, "interval_seconds": 3600})
+    outbox.forget(1)
+    assert client.post(f"/api/v1/schedules/{schedule.json['id']}/pause/").status_code == 200
+    row = db.session.scalars(select(Delivery).where(Delivery.webhook_id == hook.json["id"])).one()
+    row.created_at -= created_ago
+    row.next_attempt_at -= created_ago
+    db.session.commit()
+    return int(row.id)
+
+
+def test_a_delivery_past_its_day_is_given_up_without_sending(app, client):
+    receiver = Receiver(free_port())
+    receiver.start()
+    try:
+        row_id = _pending_delivery(app, client, receiver.url, created_ago=timedelta(days=1, minutes=1))
+        delivery.deliver_due(clock.utcnow())
+        delivery.wait_idle()
+        db.session.remove()
+        row = db.session.get(Delivery, row_id)
+        assert row is not None and row.status == "failed" and "gave up" in (row.reason or "")
+        assert receiver.events() == []
+    finally:
+        receiver.stop()
+
+
+def test_no_transaction_is_open_while_a_receiver_answers(app, client, database_url):
+    trickle = TricklingReceiver()
+    try:
+        _pending_delivery(app, client, f"http://127.0.0.1:{trickle.port}/hook")
+        app.config["RECUR_WEBHOOK_TIMEOUT_SECONDS"] = 4
+        db.session.remove()
+
+        def deliver() -> None:  # in a thread of its own, as the watch loop calls it
+            with app.app_context():
+                delivery.deliver_due(clock.utcnow())
+                delivery.wait_idle()
+                db.session.remove()
+
+        sender = threading.Thread(target=deliver)
+        sender.start()
+        wait_for(lambda: trickle.accepted >= 1, 5, what="the receiver to be called")
+        time.sleep(0.5)  # the sender is now waiting on the receiver's trickle
+        other = create_engine(app.config["SQLALCHEMY_DATABASE_URI"])
+        try:
+            with other.connect() as connection:
+                if connection.dialect.name == "sqlite":
+                    connection.exec_driver_sql("PRAGMA busy_timeout=500")
+                    connection.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock: refused while one is held
+                    connection.exec_driver_sql("ROLLBACK")
+                else:
+                    held = connection.scalar(text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()"))
+                    assert held == 0
+        finally:
+            other.dispose()
+        sender.join(10)
+        attempt = db.session.scalars(select(DeliveryAttempt)).one()
+        assert attempt.error is not None and "deadline" in attempt.error
+    finally:
+        trickle.stop()
+
+
+def test_an_unsendable_url_is_a_failed_attempt_and_stops_no_other_delivery(app, client):
+    receiver = Receiver(free_port())
+    receiver.start()
+    try:
+        bad = _pending_delivery(app, client, "http://127.0.0.1:9/ok")
+        db.session.execute(text("UPDATE webhooks SET url = :url WHERE id = (SELECT webhook_id FROM deliveries "
+                                "WHERE id = :id)"), {"url": "http://127.0.0.1:9/hooks/caf\u00e9", "id": bad})
+        db.session.commit()
+        other = authorized_client(app, _owner(app, "other"))
+        good = _pending_delivery(app, other, receiver.url)
+        delivery.deliver_due(clock.utcnow())
+        delivery.wait_idle()
+        db.session.remove()
+        attempts = {a.delivery_id: a for a in db.session.scalars(select(DeliveryAttempt))}
+        assert attempts[bad].status_code is None and attempts[bad].error
+        assert attempts[good].status_code == 204
+        assert db.session.get(Delivery, bad).status == "pending"  # retried with backoff, given up after a day
+        assert receiver.types() == ["schedule.paused"]
+    finally:
+        receiver.stop()
+
+
+def test_deliveries_are_shared_fairly_between_owners(app, client):
+    """One owner with more due deliveries than this process has slots takes at most half of them; another
+    owner's delivery goes out in the same pass."""
+    hanging_port = free_port()
+    server = socket.create_server(("127.0.0.1", hanging_port), backlog=64)
+    stop = threading.Event()
+    receiver = Receiver(free_port())
+    receiver.start()
+    try:
+        app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
+        app.config["RECUR_WEBHOOK_CONCURRENCY"] = 4
+        app.config["RECUR_WEBHOOK_TIMEOUT_SECONDS"] = 3
+        for i in range(10):
+            assert client.post("/api/v1/webhooks/", json={"url": f"http://127.0.0.1:{hanging_port}/h{i}",
+                                                         "event_types": ["schedule.paused"]}).status_code == 201
+        _pending_delivery(app, client, f"http://127.0.0.1:{hanging_port}/last")
+        other = authorized_client(app, _owner(app, "other"))
+        _pending_delivery(app, other, receiver.url)
+        started = delivery.deliver_due(clock.utcnow())
+        assert started == 3  # two of the first owner's (half of 4 slots) and the other owner's one
+        wait_for(lambda: receiver.types() == ["schedule.paused"], 5, what="the other owner's delivery")
+        delivery.wait_idle()
+    finally:
+        stop.set()
+        server.close()
+        receiver.stop()
