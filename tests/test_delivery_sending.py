@@ -9,6 +9,7 @@ import threading
 import time
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import create_engine, select, text
 
 from app import clock
@@ -151,3 +152,26 @@ def test_deliveries_are_shared_fairly_between_owners(app, client):
         stop.set()
         server.close()
         receiver.stop()
+
+
+def test_an_ipv6_literal_host_is_bracketed_in_the_host_header() -> None:
+    try:
+        server = socket.create_server(("::1", 0), family=socket.AF_INET6)
+    except OSError:  # no IPv6 loopback on this machine
+        pytest.skip("no IPv6 loopback")
+    port = server.getsockname()[1]
+    seen: list[bytes] = []
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn:
+            seen.append(conn.recv(65536))
+            conn.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        reply = send.post(f"http://[::1]:{port}/hook", None, "evt_1", 0, {}, frozenset({"::1"}), 5.0)
+    finally:
+        server.close()
+    assert reply.status_code == 204, reply
+    assert f"Host: [::1]:{port}\r\n".encode() in seen[0], seen

@@ -70,7 +70,8 @@ def post(url: str, secret: str | None, message_id: str, timestamp: int, payload:
     deadline.daemon = True
     deadline.start()
     try:
-        host_header = target.host if target.port in (80, 443) else f"{target.host}:{target.port}"
+        name = f"[{target.host}]" if ":" in target.host else target.host  # an IPv6 literal, as in its URL
+        host_header = name if target.port in (80, 443) else f"{name}:{target.port}"
         headers = signing.headers(secret, message_id, timestamp, body) if secret else {
             "webhook-id": message_id, "webhook-timestamp": str(timestamp), "Content-Type": "application/json"}
         connection.request("POST", target.path, body=body, headers={**headers, "Host": host_header})
