@@ -54,6 +54,11 @@ class Settings:
     RECUR_WEBHOOK_CONCURRENCY: int = 8
     # How often every process looks for due deliveries and (one process at a time) for late schedules.
     RECUR_WATCH_SECONDS: float = 1.0
+    # Per-owner quotas (app.auth.quotas): schedules, webhooks and active (unrevoked, unexpired) tokens one owner
+    # may hold; an admin may set another limit for one owner (PATCH /api/v1/owners/{id}/).
+    RECUR_MAX_SCHEDULES_PER_OWNER: int = 10_000
+    RECUR_MAX_WEBHOOKS_PER_OWNER: int = 50
+    RECUR_MAX_TOKENS_PER_OWNER: int = 100
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -86,6 +91,11 @@ class Settings:
                                                      defaults.RECUR_WEBHOOK_BACKOFF_MAX_SECONDS),
             RECUR_WEBHOOK_CONCURRENCY=max(1, _int("RECUR_WEBHOOK_CONCURRENCY", defaults.RECUR_WEBHOOK_CONCURRENCY)),
             RECUR_WATCH_SECONDS=_float("RECUR_WATCH_SECONDS", defaults.RECUR_WATCH_SECONDS),
+            RECUR_MAX_SCHEDULES_PER_OWNER=max(0, _int("RECUR_MAX_SCHEDULES_PER_OWNER",
+                                                      defaults.RECUR_MAX_SCHEDULES_PER_OWNER)),
+            RECUR_MAX_WEBHOOKS_PER_OWNER=max(0, _int("RECUR_MAX_WEBHOOKS_PER_OWNER",
+                                                     defaults.RECUR_MAX_WEBHOOKS_PER_OWNER)),
+            RECUR_MAX_TOKENS_PER_OWNER=max(0, _int("RECUR_MAX_TOKENS_PER_OWNER", defaults.RECUR_MAX_TOKENS_PER_OWNER)),
         )
 
     def as_flask_config(self) -> dict[str, object]:

@@ -9,7 +9,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
 from app import timing
-from app.auth import audit
+from app.auth import audit, quotas
 from app.chain import planning
 from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw
 from app.clock import ceil_second
@@ -102,6 +102,7 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
     # come first, so the lock is held for the workflow lookup, the insert and the commit only.
     _require_workflow(data["workflow_id"], schedule.owner_id)
     _require_free_key(schedule.owner_id, schedule.key, None)
+    quotas.require_room(schedule.owner_id, "schedules", now)  # QuotaExceeded: the API and the console answer it
     db.session.add(schedule)
     _flush_keyed(schedule.key)  # the id, for the event
     audit.record(schedule.id, schedule.owner_id, "create", now)

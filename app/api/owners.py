@@ -10,7 +10,7 @@ from sqlalchemy import delete, func, select
 
 from app import clock
 from app.api.contract import documented
-from app.api.errors import ApiError, not_found
+from app.api.errors import ApiError, error_body, not_found
 from app.api.schemas import (
     INT_MAX,
     EventPage,
@@ -20,6 +20,7 @@ from app.api.schemas import (
     OwnerIn,
     OwnerOut,
     OwnerPage,
+    OwnerPatchIn,
     PageIn,
     TokenIn,
     TokenOut,
@@ -30,6 +31,7 @@ from app.api.schemas import (
     token_out,
 )
 from app.api.views import _body, _created, _known_shape, _query, _schema, api
+from app.auth import quotas
 from app.auth.models import ApiToken, Owner, OwnerEvent, ScheduleEvent
 from app.auth.scope import caller, get_owned, scoped
 from app.auth.tokens import issue
@@ -69,6 +71,7 @@ def create_token() -> tuple[Response, int]:
     if data.get("expires_at") is not None and data["expires_at"] <= now:
         raise ApiError(422, "validation_error", "The request body is invalid.",
                        {"expires_at": ["must be in the future"]})
+    quotas.require_room(caller().id, "tokens", now)
     issued = issue(caller(), data["name"], now, data.get("expires_at"))
     db.session.commit()
     return _created(token_out(issued.token, issued.secret))
@@ -94,6 +97,31 @@ def list_owners() -> Response:
     total = db.session.scalar(select(func.count()).select_from(Owner))
     rows = db.session.scalars(select(Owner).order_by(Owner.id).limit(page["limit"]).offset(page["offset"]))
     return jsonify({"items": [owner_out(o) for o in rows], "total": total})
+
+
+@api.patch("/owners/<int:owner_id>/")
+@documented(summary="Set one owner's quotas (admin)", answer=OwnerOut, body=OwnerPatchIn, errors=[403, 404])
+def update_owner(owner_id: int) -> Response:
+    """`{"quotas": {"schedules": 50000}}` gives this owner a limit of its own; null goes back to the
+    RECUR_MAX_*_PER_OWNER default. Quotas not named are left as they are. Lowering one below what the
+    owner holds removes nothing: it refuses further creates until the owner is under it again."""
+    _admin_only()
+    data = _body(_schema(OwnerPatchIn))
+    owner = db.session.get(Owner, owner_id, with_for_update=True) if owner_id <= INT_MAX else None
+    if owner is None:
+        raise not_found("owner", owner_id)
+    for quota, value in data["quotas"].items():
+        setattr(owner, quotas.COLUMNS[quota], value)
+    _record(owner, "owner.quotas_changed", clock.utcnow(), {"quotas": data["quotas"]})
+    db.session.commit()
+    return jsonify(owner_out(owner))
+
+
+@api.errorhandler(quotas.QuotaExceeded)
+def _over_quota(exc: quotas.QuotaExceeded) -> Response:
+    """Every create the API makes (schedules, webhooks, tokens) refuses the same way: 422 naming the quota."""
+    db.session.rollback()
+    return error_body(422, "quota_exceeded", "A quota of this owner is used up; an admin may raise it.", exc.errors)
 
 
 @api.post("/owners/")

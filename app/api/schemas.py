@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flask import current_app
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import RAISE, Schema, ValidationError, fields, pre_dump, validate, validates_schema
 
 from app import timing
+from app.auth import quotas
 from app.models import PAUSE_NOTE_MAX, ConcurrencyPolicy, OnExhausted, Run, ScheduledJob, ScheduleStatus, Workflow
 from app.policies import CatchUpPolicy, OverlapPolicy
 from app.policies.catch_up import MAX_LIMIT as MAX_CATCH_UP_LIMIT
@@ -445,11 +446,48 @@ class OwnerIn(Schema):
     is_admin = fields.Boolean(load_default=False)
 
 
+class QuotaOut(Schema):
+    limit = _out(fields.Integer(metadata={"description": "how many the owner may hold"}))
+    override = _out(fields.Integer(allow_none=True, metadata={
+        "description": "the limit an admin set for this owner; null: the RECUR_MAX_*_PER_OWNER default"}))
+
+
+class QuotasOut(Schema):
+    schedules = _out(fields.Nested(QuotaOut))
+    webhooks = _out(fields.Nested(QuotaOut))
+    tokens = _out(fields.Nested(QuotaOut, metadata={"description": "active tokens: neither revoked nor expired"}))
+
+
+class QuotasIn(Schema):
+    """One owner's quotas, set by an admin: a number replaces the default, null goes back to it."""
+
+    class Meta:
+        unknown = RAISE
+
+    schedules = _int(0, INT_MAX, allow_none=True)
+    webhooks = _int(0, INT_MAX, allow_none=True)
+    tokens = _int(0, INT_MAX, allow_none=True)
+
+
+class OwnerPatchIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    quotas = fields.Nested(QuotasIn, required=True)
+
+
 class OwnerOut(Schema):
     id = _out(fields.Integer())
     name = _out(fields.String())
     is_admin = _out(fields.Boolean())
     created_at = _out(Iso())
+    quotas = _out(fields.Nested(QuotasOut))
+
+    @pre_dump
+    def _with_quotas(self, owner: Any, **_: Any) -> dict[str, Any]:
+        """The quotas in force for the owner: its overrides, else the settings (app.auth.quotas)."""
+        return {"id": owner.id, "name": owner.name, "is_admin": owner.is_admin, "created_at": owner.created_at,
+                "quotas": quotas.table(owner)}
 
 
 class TokenOut(Schema):

@@ -20,6 +20,7 @@ from app.api.schemas import (
     dump,
 )
 from app.api.views import _body, _created, _query, _schema, api
+from app.auth import quotas
 from app.auth.scope import caller, get_owned, scoped
 from app.extensions import db
 from app.notify import guard, outbox, signing
@@ -41,6 +42,7 @@ def create_webhook() -> tuple[Response, int]:
     if not signing.is_valid_secret(secret):
         raise validation_error({"secret": ["must be whsec_ followed by base64 of 16 to 64 bytes."]})
     owner = caller()
+    quotas.require_room(owner.id, "webhooks", clock.utcnow())
     webhook = Webhook(owner_id=owner.id, url=data["url"], event_types=sorted(set(data["event_types"])),
                       secret=secret, created_at=clock.utcnow())
     db.session.add(webhook)

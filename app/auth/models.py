@@ -20,6 +20,10 @@ class Owner(db.Model):  # type: ignore[name-defined,misc]
     name: Mapped[str] = mapped_column(String(200), unique=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # Quotas an admin set for this owner alone; NULL: the RECUR_MAX_*_PER_OWNER default (app.auth.quotas).
+    max_schedules: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_webhooks: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class ApiToken(db.Model):  # type: ignore[name-defined,misc]

@@ -16,6 +16,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from app import clock, extra_runs, history, schedules
 from app.api import views as api_views
 from app.api.schemas import iso
+from app.auth import quotas
 from app.auth.scope import caller
 from app.background import read_stats
 from app.chain import planning
@@ -211,6 +212,9 @@ def _serviced(call: Any, *args: Any) -> tuple[ScheduledJob | None, dict[str, lis
     except schedules.Conflict as exc:
         db.session.rollback()
         return None, {"_schema": [str(exc)]}
+    except quotas.QuotaExceeded as exc:
+        db.session.rollback()
+        return None, {"_schema": [exc.message]}
     except RedisError:
         db.session.rollback()
         return None, {"_schema": ["Redis is unreachable; nothing was changed. Try again."]}
