@@ -17,13 +17,23 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.servers import Process, RedisServer, admin_token, flask_command, free_port, start_web, wait_for
+from tests.servers import (
+    Process,
+    RedisServer,
+    admin_token,
+    flask_command,
+    free_port,
+    start_web,
+    start_worker,
+    wait_for,
+)
 
 
 def test_the_document_is_valid_openapi_and_covers_every_api_route(client):
@@ -56,6 +66,33 @@ def test_the_docs_render_from_local_files_only(client):
         answer.close()  # a file sent from the package
         assert answer.status_code == 200, asset
     assert "/api/openapi.json" in client.get("/api/docs/assets/recur-docs.js").get_data(as_text=True)
+
+
+def _validate_answer(document: dict[str, Any], path: str, method: str, status: int, answer: Any) -> None:
+    """Validate an answer against the schema the document declares for it (OpenAPI 3.0: nullable and all)."""
+    from openapi_schema_validator import OAS30Validator
+
+    schema = document["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
+    OAS30Validator({**schema, "components": document["components"]}).validate(answer)
+
+
+def test_a_manual_runs_row_in_the_run_list_is_what_the_document_declares(app, client):
+    """A run outside the chain has no repeat number: the list of runs answers null, so the document must
+    declare it nullable (it declared a plain integer, and a client generated from it refused the answer)."""
+    from rq import SimpleWorker
+
+    from app.extensions import get_queue, get_redis
+    from tests.chain_driver import make_schedule
+
+    schedule = make_schedule(datetime.now(UTC), interval_seconds=3600)
+    assert client.post(f"/api/v1/schedules/{schedule.id}/trigger/").status_code == 202
+    SimpleWorker([get_queue(app)], connection=get_redis(app)).work(burst=True, with_scheduler=False)
+    answer = client.get(f"/api/v1/schedules/{schedule.id}/runs/")
+    assert answer.status_code == 200
+    [run] = answer.json["items"]
+    assert (run["trigger"], run["status"], run["repeat_number"]) == ("manual", "succeeded", None)
+    _validate_answer(client.get("/api/openapi.json").json, "/api/v1/schedules/{schedule_id}/runs/", "get", 200,
+                     answer.json)
 
 
 # --- a live gunicorn -----------------------------------------------------------------------------
@@ -160,19 +197,46 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str) 
     return {"returncode": result.returncode, "output": output, "requests": len(interactions), "statuses": statuses}
 
 
+def _post(web: Web, path: str, body: Any) -> Any:
+    request = urllib.request.Request(web.base + path, method="POST", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {web.token}"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status in (201, 202), answer.status
+        return json.loads(answer.read())
+
+
+def _get(web: Web, path: str) -> Any:
+    request = urllib.request.Request(web.base + path, headers={"Authorization": f"Bearer {web.token}"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
 def _each(option: str, values: list[str]) -> list[str]:
     return [item for value in values for item in (option, value)]
 
 
 @pytest.mark.integration
 def test_the_live_server_keeps_its_contract_under_schemathesis(web, tmp_path):
-    # Something to find: a workflow and a schedule of the admin's, so reads and edits reach real rows.
-    request = urllib.request.Request(web.base + "/api/v1/workflows/", method="POST",
-                                     data=json.dumps({"name": "w", "task": "builtin.noop"}).encode(),
-                                     headers={"Content-Type": "application/json",
-                                              "Authorization": f"Bearer {web.token}"})
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        assert answer.status == 201
+    # Something to find: a workflow and a schedule of the admin's, with runs of every trigger (the chain's,
+    # a manual one, a backfill's), so reads and edits reach real rows and their answers are checked too.
+    workflow = _post(web, "/api/v1/workflows/", {"name": "w", "task": "builtin.noop"})
+    once = _post(web, "/api/v1/schedules/", {"name": "once", "workflow_id": workflow["id"], "after_seconds": 1})
+    hourly = _post(web, "/api/v1/schedules/", {"name": "hourly", "workflow_id": workflow["id"], "cron": "0 * * * *"})
+    worker = start_worker(web.env, tmp_path / "worker.log")
+    try:
+        _post(web, f"/api/v1/schedules/{hourly['id']}/trigger/", {})
+        start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
+        _post(web, f"/api/v1/schedules/{hourly['id']}/backfill/",
+              {"start": start.isoformat(), "end": (start + timedelta(hours=2)).isoformat()})
+
+        def triggers() -> set[str]:
+            return {r["trigger"] for s in (once, hourly)
+                    for r in _get(web, f"/api/v1/schedules/{s['id']}/runs/")["items"] if r["status"] == "succeeded"}
+
+        wait_for(lambda: triggers() >= {"schedule", "manual", "backfill"}, 30, what="runs of every trigger")
+    finally:
+        worker.stop()
     # Revoking tokens and deleting owners may revoke the very token the run uses: they run apart, last,
     # with a token of their own, so the rest of the run keeps its access.
     apart = ["api_revoke_token", "api_delete_owner"]

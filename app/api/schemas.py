@@ -332,7 +332,9 @@ class ScheduleDescribeOut(ScheduleDetailOut):
 class RunOut(Schema):
     id = _out(fields.String())
     schedule_id = _out(fields.String())
-    repeat_number = _out(fields.Integer())
+    repeat_number = _out(fields.Integer(allow_none=True, metadata={
+        "description": "The tick of the chain this run is; null for a manual or backfill run, and for "
+                       "a missed or skipped row."}))
     retry_number = _out(fields.Integer())
     scheduled_for = _out(Iso(allow_none=True))
     started_at = _out(Iso(allow_none=True))
