@@ -208,7 +208,9 @@ def test_one_owners_hanging_receivers_delay_no_other_owner(stack: Stack, receive
     admin = stack.api
     stack.start_worker()
     stack.wait_workers_ready()
-    x = Api(admin.base, admin.ok("POST", "/api/v1/owners/", {"name": "x"})["token"]["token"])
+    made_x = admin.ok("POST", "/api/v1/owners/", {"name": "x"})
+    admin.ok("PATCH", f"/api/v1/owners/{made_x['id']}/", {"quotas": {"webhooks": 60}})  # above the default 50
+    x = Api(admin.base, made_x["token"]["token"])
     y = Api(admin.base, admin.ok("POST", "/api/v1/owners/", {"name": "y"})["token"]["token"])
     hanging, trickling = HangingReceiver(), TricklingReceiver()
     y_receiver = _receiver(receivers)
