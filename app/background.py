@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import clock, metrics
+from app.chain import outside
 from app.chain.mover import Mover
 from app.extensions import db, get_queue, get_redis
 from app.notify import watch
@@ -86,6 +87,14 @@ def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] 
         redis.eval(_RELEASE, 1, RECONCILE_LOCK, token)
 
 
+def start_waiting(app: Flask) -> None:
+    with app.app_context():
+        try:
+            outside.start_waiting()
+        finally:
+            db.session.remove()
+
+
 STATS_KEY = "recur:stats"
 
 
@@ -112,7 +121,7 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
     mover = Mover(redis, get_queue(app))
     max_sleep = app.config["RECUR_MOVER_MAX_SLEEP"]
     every = app.config["RECUR_RECONCILE_SECONDS"]
-    next_reconcile = 0.0
+    next_reconcile = next_waiting = 0.0
     while not stop.is_set():
         if parent_pid is not None and os.getppid() != parent_pid:
             return
@@ -122,6 +131,9 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
             if clock.monotonic() >= next_reconcile:
                 next_reconcile = clock.monotonic() + every
                 reconcile_once(app, every)
+            if clock.monotonic() >= next_waiting:  # manual and backfill runs parked until they may start
+                next_waiting = clock.monotonic() + outside.WAITING_PASS_SECONDS
+                start_waiting(app)
             head = mover.next_due()
         except (RedisError, SQLAlchemyError, OSError) as exc:  # Redis or the database away for a moment
             log.warning("background pass failed (%s); retrying", exc)

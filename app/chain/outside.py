@@ -4,23 +4,32 @@ Each is its own RQ job (ID `recur-run-{run_id}-w{attempt}`), never a link: it ta
 chain, does not count against total_repeats and leaves next_run_at alone. Its Run row, keyed by the
 run's own ID, is inserted when it starts, so a job that runs twice (a retried request, a copy) starts
 one run. The overlap policy (the schedule's, or the one the request gave) and the workflow's
-concurrency limit apply as they do to a tick; a run that must wait comes back a second later as its
-next attempt. Runs that have started are listed in Redis (OUTSIDE_KEY) with their job IDs, so that
-cancel_other can stop them and the reconciler can write off one whose worker died.
+concurrency limit apply as they do to a tick. A run that must wait is parked (WAITING_KEY, oldest first)
+and its job ends: parked runs cost Redis nothing while they wait, and one pass at a time (start_waiting:
+the background loop's, once a second, and one after each outside run ends) starts those that now may,
+in order, each as its next attempt. So waiting costs a bounded number of Redis commands a second however
+many runs wait. Runs that have started are listed in Redis (OUTSIDE_KEY) with their job IDs, so that
+cancel_other can stop them and the reconciler can write off one whose worker died; runs whose job is
+queued but not started yet are listed in QUEUED_KEY, so that the reconciler can tell a backfill whose
+next run is on its way from one whose next run was lost.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app, has_app_context
+from redis.client import Pipeline
+from redis.exceptions import RedisError
 from rq import get_current_job
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app import clock, logs, metrics
 from app.chain import breaker, collisions, driver, state
@@ -34,8 +43,17 @@ from app.tasks import TaskEvent
 log = logging.getLogger(__name__)
 
 OUTSIDE_KEY = "recur:outside-runs"  # hash: run ID -> "schedule_id job_id listed-at-epoch-seconds"
+QUEUED_KEY = "recur:outside-queued"  # hash: run ID -> "schedule_id job_id" from its enqueue until it starts
+WAITING_KEY = "recur:outside-waiting"  # sorted set: run ID, scored by when it began to wait (epoch seconds)
+WAITING_ARGS_KEY = "recur:outside-waiting-args"  # hash: run ID -> what its next job needs (JSON)
+WAITING_LOCK = "recur:outside-waiting-lock"
+WAITING_PASS_SECONDS = 1.0  # how often the background loop looks for parked runs that may start
+WAITING_BATCH = 200  # the oldest parked runs one pass considers
 OUTSIDE_FUNC = "app.chain.outside.run_outside"
-WAIT_SECONDS = 1  # RQ's scheduled registry counts whole seconds
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 _RUNS = Run.__table__
 _SCHEDULES = ScheduledJob.__table__
@@ -65,21 +83,25 @@ def job_id(run_id: str, attempt: int) -> str:
 
 def enqueue(schedule_id: str, run_id: str, scheduled_for: datetime, trigger: str, overlap: str | None,
             timeout_seconds: int, backfill_id: str | None = None, attempt: int = 0,
-            at: datetime | None = None) -> str:
-    """Put the job of an outside run on the queue (now, or at `at`); returns its job ID."""
+            waiting_since: float | None = None, pipeline: Pipeline | None = None) -> str:
+    """Put the job of an outside run on the queue and list it in QUEUED_KEY; returns its job ID. With
+    `pipeline`, only adds to it (the caller executes it)."""
     queue = get_queue()
     kwargs = {"schedule_id": schedule_id, "run_id": run_id, "scheduled_for": scheduled_for.isoformat(),
-              "trigger": trigger, "overlap": overlap, "backfill_id": backfill_id, "attempt": attempt}
+              "trigger": trigger, "overlap": overlap, "backfill_id": backfill_id, "attempt": attempt,
+              "waiting_since": waiting_since}
+    job = job_id(run_id, attempt)
     options: dict[str, Any] = {
-        "job_id": job_id(run_id, attempt), "job_timeout": timeout_seconds + 60,
+        "job_id": job, "job_timeout": timeout_seconds + 60,
         "result_ttl": current_app.config["RECUR_LINK_RESULT_TTL"],
         "description": f"recur {trigger} run {run_id} of {schedule_id} for {scheduled_for.isoformat()}",
     }
-    if at is None:
-        queue.enqueue(OUTSIDE_FUNC, kwargs=kwargs, **options)
-    else:
-        queue.enqueue_at(at, OUTSIDE_FUNC, kwargs=kwargs, **options)
-    return str(options["job_id"])
+    pipe = pipeline if pipeline is not None else get_redis().pipeline()
+    queue.enqueue(OUTSIDE_FUNC, kwargs=kwargs, pipeline=pipe, **options)
+    pipe.hset(QUEUED_KEY, run_id, f"{schedule_id} {job}")
+    if pipeline is None:
+        pipe.execute()
+    return job
 
 
 @dataclass(frozen=True)
@@ -92,34 +114,37 @@ class Started:
 
 
 def run_outside(schedule_id: str, run_id: str, scheduled_for: str, trigger: str, overlap: str | None,
-                backfill_id: str | None, attempt: int) -> str:
+                backfill_id: str | None, attempt: int, waiting_since: float | None = None) -> str:
     """Entry point of the RQ job."""
+    nominal = datetime.fromisoformat(scheduled_for)
     if has_app_context():
-        return _run(schedule_id, run_id, datetime.fromisoformat(scheduled_for), trigger, overlap, backfill_id, attempt)
+        return _run(schedule_id, run_id, nominal, trigger, overlap, backfill_id, attempt, waiting_since)
     from app.chain.link import _app
 
     with _app().app_context():
-        return _run(schedule_id, run_id, datetime.fromisoformat(scheduled_for), trigger, overlap, backfill_id, attempt)
+        return _run(schedule_id, run_id, nominal, trigger, overlap, backfill_id, attempt, waiting_since)
 
 
 def _run(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overlap: str | None,
-         backfill_id: str | None, attempt: int) -> str:
+         backfill_id: str | None, attempt: int, waiting_since: float | None) -> str:
     job = get_current_job()
     worker = job.worker_name if job is not None else None
     this_job = job.id if job is not None else job_id(run_id, attempt)
     logs.bind(schedule_id=schedule_id, run_id=run_id, repeat=None, retry=None, worker=worker)
     try:
         now = clock.utcnow()
-        list_running(schedule_id, run_id, this_job, now)  # before the row exists: see reap()
+        with get_redis().pipeline() as pipe:  # listed before the row exists: see reap()
+            list_running(schedule_id, run_id, this_job, now, pipe)
+            pipe.hdel(QUEUED_KEY, run_id)
+            pipe.execute()
         started = _start(schedule_id, run_id, nominal, trigger, overlap, backfill_id, now, worker)
         if isinstance(started, str):
-            get_redis().hdel(OUTSIDE_KEY, run_id)
             if started == "wait":
-                timeout = _timeout_of(schedule_id)
-                if timeout is not None:
-                    enqueue(schedule_id, run_id, nominal, trigger, overlap, timeout, backfill_id, attempt + 1,
-                            at=now + timedelta(seconds=WAIT_SECONDS))
+                since = waiting_since if waiting_since is not None else now.timestamp()
+                _park(_Parked(run_id, schedule_id, nominal.isoformat(), trigger, overlap, backfill_id, attempt,
+                              since))
                 return "waiting"
+            get_redis().hdel(OUTSIDE_KEY, run_id)
             if started == RunStatus.SKIPPED.value and backfill_id:
                 continue_backfill(backfill_id, now)
             return started
@@ -129,6 +154,129 @@ def _run(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overlap
     finally:
         logs.clear()
         db.session.remove()
+
+
+@dataclass(frozen=True)
+class _Parked:
+    """A run that must wait, as WAITING_ARGS_KEY keeps it: what its next job needs."""
+
+    run_id: str
+    schedule_id: str
+    scheduled_for: str
+    trigger: str
+    overlap: str | None
+    backfill_id: str | None
+    attempt: int
+    since: float  # when it first had to wait: its place in the line, kept across attempts
+
+    def dumps(self) -> str:
+        return json.dumps({k: v for k, v in self.__dict__.items() if k != "run_id"})
+
+    @classmethod
+    def loads(cls, run_id: str, raw: bytes) -> _Parked:
+        return cls(run_id=run_id, **json.loads(raw))
+
+
+def _park(parked: _Parked) -> None:
+    """One transaction: in the line (a copy of a run already there keeps the first place), its arguments,
+    and no longer listed as starting. The job that parked it then ends."""
+    with get_redis().pipeline() as pipe:
+        pipe.zadd(WAITING_KEY, {parked.run_id: parked.since}, nx=True)
+        pipe.hset(WAITING_ARGS_KEY, parked.run_id, parked.dumps())
+        pipe.hdel(OUTSIDE_KEY, parked.run_id)
+        pipe.execute()
+
+
+def start_waiting() -> list[str]:
+    """Start the parked runs that may start now, oldest first; returns their run IDs.
+
+    One process at a time (WAITING_LOCK); a process that finds the line empty or the lock held does
+    nothing more. The decision is read from the database without locking anything: the started job
+    decides again in its own transaction (_start), and a run that still must wait goes back to its place.
+    Redis commands: one to look at the line; with runs parked, four more and one pipeline of the starts.
+    """
+    redis = get_redis()
+    heads: list[bytes] = redis.zrange(WAITING_KEY, 0, WAITING_BATCH - 1)  # type: ignore[assignment]
+    if not heads:
+        return []
+    token = uuid.uuid4().hex
+    if not redis.set(WAITING_LOCK, token, nx=True, px=10_000):
+        return []
+    try:
+        run_ids = [head.decode() for head in heads]
+        raw: list[bytes | None] = redis.hmget(WAITING_ARGS_KEY, run_ids)  # type: ignore[assignment]
+        parked = [_Parked.loads(run_id, args) for run_id, args in zip(run_ids, raw, strict=True) if args]
+        to_start, timeouts, gone = _may_start(parked, _in_flight(redis))
+        with redis.pipeline() as pipe:
+            for run in to_start:
+                enqueue(run.schedule_id, run.run_id, datetime.fromisoformat(run.scheduled_for), run.trigger,
+                        run.overlap, timeouts[run.schedule_id], run.backfill_id, run.attempt + 1, run.since, pipe)
+            done = [run.run_id for run in to_start] + gone + [r for r, args in zip(run_ids, raw, strict=True)
+                                                                if not args]
+            if done:
+                pipe.zrem(WAITING_KEY, *done)
+                pipe.hdel(WAITING_ARGS_KEY, *done)
+            pipe.execute()
+        return [run.run_id for run in to_start]
+    finally:
+        redis.eval(_RELEASE, 1, WAITING_LOCK, token)
+
+
+def _in_flight(redis: Any) -> dict[str, str]:
+    """Outside runs on their way to a row (queued, or starting), by run ID: their schedule IDs. A pass
+    counts them as running: a run it started a moment ago may have no row yet."""
+    listed: dict[bytes, bytes] = {**redis.hgetall(QUEUED_KEY), **redis.hgetall(OUTSIDE_KEY)}
+    return {run_id.decode(): entry.decode().split(" ", 1)[0] for run_id, entry in listed.items()}
+
+
+def _may_start(parked: list[_Parked], in_flight: dict[str, str]) -> tuple[list[_Parked], dict[str, int], list[str]]:
+    """Of parked runs (oldest first), those that may start now by the overlap policy and the concurrency
+    limit, each schedule's and each workflow's in order; the timeouts of their schedules; and the run IDs
+    to forget (schedule deleted, backfill no longer running). Runs `in_flight` count as running."""
+    schedule_ids = sorted({run.schedule_id for run in parked} | set(in_flight.values()))
+    backfill_ids = sorted({run.backfill_id for run in parked if run.backfill_id})
+    schedules = {row.id: row for row in db.session.execute(
+        select(_SCHEDULES.c.id, _SCHEDULES.c.overlap, _SCHEDULES.c.timeout_seconds, _SCHEDULES.c.workflow_id,
+               Workflow.max_concurrent_runs, Workflow.concurrency_policy)
+        .select_from(_SCHEDULES.join(Workflow.__table__, Workflow.id == _SCHEDULES.c.workflow_id))
+        .where(_SCHEDULES.c.id.in_(schedule_ids)))}
+    running_backfills = set(db.session.scalars(
+        select(_BACKFILLS.c.id).where(_BACKFILLS.c.id.in_(backfill_ids) & (_BACKFILLS.c.status == "running"))))
+    workflow_ids = sorted({row.workflow_id for row in schedules.values() if row.max_concurrent_runs is not None})
+    # Each running run once, whether the database or Redis (or both) shows it: (run ID, schedule, workflow).
+    going = {(run_id, sid, schedules[sid].workflow_id) for run_id, sid in in_flight.items() if sid in schedules}
+    going |= {tuple(row) for row in db.session.execute(
+        select(_RUNS.c.id, _RUNS.c.schedule_id, _SCHEDULES.c.workflow_id)
+        .select_from(_RUNS.join(_SCHEDULES, _RUNS.c.schedule_id == _SCHEDULES.c.id))
+        .where((_RUNS.c.schedule_id.in_(schedule_ids) | _SCHEDULES.c.workflow_id.in_(workflow_ids))
+               & (_RUNS.c.status == RunStatus.RUNNING.value)))}
+    db.session.rollback()
+    running = Counter[str](sid for _, sid, _ in going)
+    in_workflow = Counter[int](wid for _, _, wid in going)
+
+    to_start: list[_Parked] = []
+    gone: list[str] = []
+    held_schedules: set[str] = set()
+    held_workflows: set[int] = set()
+    for run in parked:
+        row = schedules.get(run.schedule_id)
+        if row is None or (run.backfill_id and run.backfill_id not in running_backfills):
+            gone.append(run.run_id)
+            continue
+        if run.schedule_id in held_schedules or row.workflow_id in held_workflows:
+            continue
+        policy = run.overlap or row.overlap
+        if waits_for_running(policy) and running[run.schedule_id]:
+            held_schedules.add(run.schedule_id)
+            continue
+        limited = row.max_concurrent_runs is not None and row.concurrency_policy != ConcurrencyPolicy.SKIP.value
+        if limited and in_workflow[row.workflow_id] >= row.max_concurrent_runs:
+            held_workflows.add(row.workflow_id)
+            continue
+        to_start.append(run)
+        running[run.schedule_id] += 1
+        in_workflow[row.workflow_id] += 1
+    return to_start, {row.id: row.timeout_seconds for row in schedules.values()}, gone
 
 
 def _execute(schedule_id: str, run_id: str, nominal: datetime, trigger: str, backfill_id: str | None,
@@ -151,6 +299,10 @@ def _execute(schedule_id: str, run_id: str, nominal: datetime, trigger: str, bac
     get_redis().hdel(OUTSIDE_KEY, run_id)
     if backfill_id:
         continue_backfill(backfill_id, clock.utcnow())
+    try:  # a slot may have freed: parked runs need not wait for the next periodic pass
+        start_waiting()
+    except (RedisError, SQLAlchemyError) as exc:  # the periodic pass will
+        log.warning("could not look for parked runs after run %s: %s", run_id, exc)
     log.info("%s run %s %s", trigger, run_id, status.value)
     return status.value
 
@@ -277,8 +429,9 @@ def continue_backfill(backfill_id: str, now: datetime) -> None:
                 RunTrigger.BACKFILL.value, overlap or OverlapPolicy.BUFFER_ALL.value, timeout, backfill_id)
 
 
-def list_running(schedule_id: str, run_id: str, job: str, now: datetime) -> None:
-    get_redis().hset(OUTSIDE_KEY, run_id, f"{schedule_id} {job} {now.timestamp():.0f}")
+def list_running(schedule_id: str, run_id: str, job: str, now: datetime, pipeline: Pipeline | None = None) -> None:
+    (pipeline if pipeline is not None else get_redis()).hset(OUTSIDE_KEY, run_id,
+                                                             f"{schedule_id} {job} {now.timestamp():.0f}")
 
 
 def unlist(run_id: str) -> None:
