@@ -99,6 +99,11 @@ class RedisServer:
         wait_for(self._ready, 10, what="redis-server to accept connections")
         return process
 
+    @property
+    def pid(self) -> int:
+        """The server's process (SIGSTOP and SIGCONT it to stall Redis as a hung host would)."""
+        return self._process.pid
+
     def restart(self, down_seconds: float = 0.0) -> None:
         """Stop the server (as a crash would: no final save) and start it again on the same port."""
         self._process.kill()
