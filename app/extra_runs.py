@@ -5,17 +5,21 @@ The service behind the API's and the console's trigger and backfill (app.chain.o
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from redis.exceptions import RedisError
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from app.chain import outside, planning
-from app.extensions import db
+from app.extensions import db, get_redis
 from app.models import Backfill, Run, RunStatus, RunTrigger, ScheduledJob, TriggerRequest
 from app.policies import ticks_between
+
+log = logging.getLogger(__name__)
 
 MAX_BACKFILL_TIMES = 1000
 
@@ -46,6 +50,7 @@ def trigger(schedule: ScheduledJob, owner_id: int, now: datetime, overlap: str |
         if first is not None:
             return first
         run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"recur-trigger:{owner_id}:{key}"))
+        get_redis().ping()  # refuse before writing anything if the run could not be enqueued
         db.session.add(TriggerRequest(owner_id=owner_id, idempotency_key=key, schedule_id=schedule.id,
                                       run_id=run_id, scheduled_for=now, created_at=now))
         try:
@@ -88,12 +93,19 @@ def backfill_times(schedule: ScheduledJob, start: datetime, end: datetime) -> li
 
 def start_backfill(schedule: ScheduledJob, start: datetime, end: datetime, times: list[datetime],
                    overlap: str | None, now: datetime) -> Backfill:
+    """Record the backfill, then enqueue its first run. With Redis away it is refused before anything is
+    written (the API's 503 says nothing was changed); if Redis goes away after the commit, or this process
+    dies there, the reconciler starts it (outside.resume_backfills)."""
+    get_redis().ping()
     backfill = Backfill(schedule_id=schedule.id, start_at=start, end_at=end, overlap=overlap,
                         times=[t.isoformat() for t in times], total=len(times), started=0, status="running",
                         created_at=now)
     db.session.add(backfill)
     db.session.commit()
-    outside.start_backfill(backfill.id)
+    try:
+        outside.start_backfill(backfill.id)
+    except RedisError as exc:
+        log.warning("backfill %s recorded; its first run is left to the reconciler (%s)", backfill.id, exc)
     return backfill
 
 

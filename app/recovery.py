@@ -72,6 +72,8 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         db.session.rollback()
         if not rows:
             report.runs_written_off += outside.reap(now, lease_grace)
+            outside.forget_lost_jobs()
+            outside.resume_backfills(now)
             return report
         if between_batches is not None and report.checked:
             between_batches()

@@ -28,6 +28,7 @@ from flask import current_app, has_app_context
 from redis.client import Pipeline
 from redis.exceptions import RedisError
 from rq import get_current_job
+from rq.job import Job
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
@@ -427,6 +428,111 @@ def continue_backfill(backfill_id: str, now: datetime) -> None:
         index = started + 1
         enqueue(schedule_id, backfill_run_id(backfill_id, index), datetime.fromisoformat(times[index]),
                 RunTrigger.BACKFILL.value, overlap or OverlapPolicy.BUFFER_ALL.value, timeout, backfill_id)
+
+
+_PENDING_JOB = {b"queued", b"scheduled", b"started", b"deferred"}
+RESUME_BATCH = 1000  # running backfills one reconciler pass looks at
+
+
+def resume_backfills(now: datetime) -> list[str]:
+    """The reconciler's part: a running backfill whose next run has neither a row nor a job on its way
+    (queued, starting or parked) lost it, to a process that died between its commit and its enqueue, or
+    to Redis: that run is enqueued again (a copy of a run that did start is a no-op: its row is keyed by
+    its run ID). A backfill whose current run ended without the next being started goes on. Returns the
+    run IDs enqueued again."""
+    redis = get_redis()
+    backfills = db.session.execute(
+        select(_BACKFILLS.c.id, _BACKFILLS.c.schedule_id, _BACKFILLS.c.times, _BACKFILLS.c.total,
+               _BACKFILLS.c.started, _BACKFILLS.c.overlap)
+        .where(_BACKFILLS.c.status == "running").order_by(_BACKFILLS.c.created_at).limit(RESUME_BATCH)).all()
+    db.session.rollback()
+    # The run each should have on its way: its current one (allow_all: every one), by run ID.
+    due: dict[str, tuple[Any, int]] = {}
+    for backfill in backfills:
+        at_once = backfill.overlap == OverlapPolicy.ALLOW_ALL
+        for index in range(backfill.total) if at_once else [backfill.started]:
+            due[backfill_run_id(backfill.id, index)] = (backfill, index)
+    if not due:
+        return []
+    ended: dict[str, bool] = {}
+    for run_id, status in db.session.execute(select(_RUNS.c.id, _RUNS.c.status).where(_RUNS.c.id.in_(list(due)))):
+        ended[run_id] = status != RunStatus.RUNNING.value
+    db.session.rollback()
+    to_continue = {backfill.id for run_id, (backfill, _) in due.items()
+                   if ended.get(run_id) and backfill.overlap != OverlapPolicy.ALLOW_ALL}
+    for backfill in backfills:  # allow_all: ends when all its runs ended
+        at_once = backfill.overlap == OverlapPolicy.ALLOW_ALL
+        if at_once and all(ended.get(backfill_run_id(backfill.id, i)) for i in range(backfill.total)):
+            with driver.transaction(db.engine) as tx:
+                tx.execute(_FINISH_BACKFILL, {"p_id": backfill.id, "p_now": now})
+    for backfill_id in to_continue:
+        continue_backfill(backfill_id, now)
+    rowless = [run_id for run_id in due if run_id not in ended]
+    lost = [run_id for run_id, on_its_way in zip(rowless, _on_its_way(redis, rowless), strict=True) if not on_its_way]
+    lost_of = {due[run_id][0].schedule_id for run_id in lost}
+    timeouts = {sid: timeout for sid, timeout in db.session.execute(
+        select(_SCHEDULES.c.id, _SCHEDULES.c.timeout_seconds).where(_SCHEDULES.c.id.in_(lost_of)))} if lost else {}
+    db.session.rollback()
+    for run_id in lost:
+        backfill, index = due[run_id]
+        if backfill.schedule_id not in timeouts:
+            continue
+        enqueue(backfill.schedule_id, run_id, datetime.fromisoformat(backfill.times[index]),
+                RunTrigger.BACKFILL.value, backfill.overlap or OverlapPolicy.BUFFER_ALL.value,
+                timeouts[backfill.schedule_id], backfill.id, attempt=int(now.timestamp()))
+        log.warning("recovery: backfill %s had lost its run %s (time %d of %d); enqueued it again",
+                    backfill.id, run_id, index + 1, backfill.total)
+    return lost
+
+
+_FORGET_IF_SAME = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+"""
+
+
+def forget_lost_jobs() -> int:
+    """The reconciler's part: forget QUEUED_KEY entries whose job is gone or ended without starting its
+    run (deleted from the queue, or its worker died before it began). Otherwise start_waiting would count
+    them as running for ever. Returns how many were forgotten."""
+    redis = get_redis()
+    listed: dict[bytes, bytes] = redis.hgetall(QUEUED_KEY)  # type: ignore[assignment]
+    if not listed:
+        return 0
+    entries = list(listed.items())
+    with redis.pipeline(transaction=False) as pipe:
+        for _, entry in entries:
+            pipe.hget(f"{Job.redis_job_namespace_prefix}{entry.decode().split(' ')[1]}", "status")
+        statuses = pipe.execute()
+    forgotten = 0
+    for (run_id, entry), status in zip(entries, statuses, strict=True):
+        if status not in _PENDING_JOB:
+            forgotten += int(redis.eval(_FORGET_IF_SAME, 1, QUEUED_KEY, run_id, entry))
+    return forgotten
+
+
+def _on_its_way(redis: Any, run_ids: list[str]) -> list[bool]:
+    """For each run ID without a row: whether a job carries it (queued, scheduled or started), it is
+    starting, or it is parked."""
+    if not run_ids:
+        return []
+    with redis.pipeline(transaction=False) as pipe:
+        for run_id in run_ids:
+            pipe.hget(QUEUED_KEY, run_id)
+            pipe.hexists(OUTSIDE_KEY, run_id)
+            pipe.zscore(WAITING_KEY, run_id)
+        found = pipe.execute()
+    queued = [found[3 * i] for i in range(len(run_ids))]
+    jobs = [entry.decode().split(" ")[1] for entry in queued if entry]
+    with redis.pipeline(transaction=False) as pipe:
+        for job in jobs:
+            pipe.hget(f"{Job.redis_job_namespace_prefix}{job}", "status")
+        statuses = iter(pipe.execute())
+    out = []
+    for i, entry in enumerate(queued):
+        pending = bool(entry) and next(statuses) in _PENDING_JOB
+        out.append(pending or bool(found[3 * i + 1]) or found[3 * i + 2] is not None)
+    return out
 
 
 def list_running(schedule_id: str, run_id: str, job: str, now: datetime, pipeline: Pipeline | None = None) -> None:
