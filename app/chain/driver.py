@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Dialect, Engine
-from sqlalchemy.exc import DBAPIError, StatementError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, StatementError
 from sqlalchemy.sql.expression import Executable
 
 from app.extensions import begin_statement
@@ -198,6 +198,13 @@ class Transaction:
             sql, params, exc, self._dialect.loaded_dbapi.Error, connection_invalidated=dead, dialect=self._dialect,
         )
         return wrapped
+
+
+def unavailable(exc: BaseException, engine: Engine) -> bool:
+    """Whether `exc` says the database could not be reached or lost the connection (worth retrying once
+    it is back), as SQLAlchemy wraps it or as the driver raised it (the pool's checkout does not wrap)."""
+    dbapi = engine.dialect.loaded_dbapi
+    return isinstance(exc, (OperationalError, InterfaceError, dbapi.OperationalError, dbapi.InterfaceError))
 
 
 @contextlib.contextmanager

@@ -20,20 +20,23 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
 from app import clock, logs
-from app.chain import collisions, outside, state
+from app.chain import collisions, driver, outside, state
 from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import Lease
 from app.chain.links import LinkPlan
 from app.chain.timeouts import TaskTimer
 from app.extensions import db, get_redis
-from app.models import RunStatus
+from app.models import RunStatus, ScheduledJob
 from app.tasks import TaskEvent, execution_log, get_task, idempotency_key
 
 log = logging.getLogger(__name__)
 
 # A link that arrives earlier than this (by the cluster clock) is logged: Recur's mover never moves one early.
 EARLY_WARNING_SECONDS = 2.0
+# A finish the database refused is tried again after this, doubling up to the max, until the run's deadline.
+FINISH_RETRY_FIRST_SECONDS = 0.1
+FINISH_RETRY_MAX_SECONDS = 2.0
 
 _fallback_app: Flask | None = None
 
@@ -179,8 +182,8 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None,
     """Record the outcome and commit, then in one round trip release the lease and hand off the successor
     (each is one atomic script; they need not be atomic together, so no MULTI/EXEC around them). `along`
     adds the caller's own writes to that round trip (the worker's return to idle)."""
-    with prepared.lease:  # released even if recording fails (the reconciler then writes the run off)
-        schedule = state.finish_run(prepared.claim.run_id, status, error, clock.utcnow(), prepared.claim.schedule_id)
+    with prepared.lease:  # released even if recording fails past the deadline (then the run is written off)
+        schedule = _record_outcome(prepared, status, error)
         with get_redis().pipeline(transaction=False) as pipe:
             prepared.lease.release(pipe)
             if schedule is not None:
@@ -193,6 +196,28 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None,
     log.info("run %s %s", prepared.claim.run_id, status.value)
     logs.clear()
     return status.value
+
+
+def _record_outcome(prepared: Prepared, status: RunStatus, error: str | None) -> ScheduledJob | None:
+    """Commit the run's outcome, retrying while the database is away (a restart, a failover, a stall) with
+    the lease still held and renewed, until the run's deadline: a task that succeeded is never recorded
+    as failed, nor run again, because the database blinked as it ended (DESIGN 15). Past the deadline
+    the error goes up; the lease is then released and the reconciler writes the run off.
+
+    A commit whose answer was lost may have landed: the retry then finds the run finished already and
+    hands off nothing, and the reconciler puts back the successor link within a pass."""
+    finished_at = clock.utcnow()
+    wait = FINISH_RETRY_FIRST_SECONDS
+    while True:
+        try:
+            return state.finish_run(prepared.claim.run_id, status, error, finished_at, prepared.claim.schedule_id)
+        except Exception as exc:
+            if not driver.unavailable(exc, db.engine) or clock.monotonic() + wait >= prepared.deadline:
+                raise
+            log.warning("run %s ended %s but its outcome could not be recorded (%s); retrying in %.1fs with its "
+                        "lease held", prepared.claim.run_id, status.value, type(exc).__name__, wait)
+            time.sleep(wait)
+            wait = min(wait * 2, FINISH_RETRY_MAX_SECONDS)
 
 
 def _run(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime) -> str:
@@ -329,4 +354,5 @@ def execute_task(task_name: str, event: TaskEvent, timeout_seconds: int) -> tupl
         return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s"
     if error is not None:
         return RunStatus.FAILED, error
+    execution_log.record_success(event)
     return RunStatus.SUCCEEDED, None
