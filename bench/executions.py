@@ -111,3 +111,26 @@ def classify(starts: Iterable[Start], runs: Mapping[Attempt, Outcome]) -> dict[s
         "runs_without_a_logged_start": len(unlogged),
         "examples": {"unexplained": unexplained[:10], "unlogged": [" ".join(map(str, a)) for a in unlogged[:5]]},
     }
+
+
+def successes_recorded_otherwise(successes: Iterable[Start], runs: Mapping[Attempt, Outcome],
+                                 killed_pids: set[int]) -> dict[str, Any]:
+    """Attempts whose body succeeded (the `.ok` log, written before the outcome is committed) against what
+    the runs table recorded for them. A success recorded as anything else is explained only when the
+    process that ran it was SIGKILLed before it could commit (a write-off: at-least-once); any other,
+    a database or Redis blip turning a success into a failure, must be 0."""
+    recorded_otherwise: list[str] = []
+    killed = 0
+    total = 0
+    for start in successes:
+        total += 1
+        outcome = runs.get((start.schedule_id, start.repeat, start.retry))
+        if outcome is not None and outcome[0] == "succeeded":
+            continue
+        if start.pid in killed_pids and (outcome is None or outcome[0] == "running" or written_off(outcome)):
+            killed += 1
+            continue
+        recorded_otherwise.append(f"{start.schedule_id} n{start.repeat} rc{start.retry}: "
+                                  f"{outcome[0] + ' ' + str(outcome[1]) if outcome else 'no run'}")
+    return {"succeeded_bodies": total, "recorded_otherwise_after_kill": killed,
+            "recorded_otherwise": len(recorded_otherwise), "examples": recorded_otherwise[:10]}

@@ -81,3 +81,29 @@ def test_classify_counts_every_body_that_ran_when_it_must_not_have():
     ])
     # A run that ended by its task's own outcome but has no start line: the log missed it.
     assert report["runs_without_a_logged_start"] == 1  # (B, 0, 0)
+
+
+def test_every_success_appends_a_line_to_the_ok_log_and_matches_the_runs_table(chain_app, fake_clock, tmp_path):
+    from bench.executions import successes_recorded_otherwise
+
+    log_path = tmp_path / "executions.log"
+    chain_app.config["RECUR_EXECUTION_LOG"] = str(log_path)
+    schedule = make_schedule(fake_clock.now, task="builtin.flaky", interval_seconds=10, total_repeats=2,
+                             trigger_payload={"failures": 1})
+    for _ in range(4):
+        step(chain_app, fake_clock)
+    successes = parse((tmp_path / "executions.log.ok").read_text().splitlines())
+    runs = {(r.schedule_id, r.repeat_number, r.retry_number): (r.status, r.error) for r in runs_of(schedule.id)}
+    assert sorted((s.repeat, s.retry) for s in successes) == [(0, 1), (1, 1)]
+    assert successes_recorded_otherwise(successes, runs, set())["recorded_otherwise"] == 0
+
+
+def test_a_success_recorded_as_a_failure_is_counted_unless_its_process_was_killed():
+    from bench.executions import successes_recorded_otherwise
+
+    successes = parse([f"{A} 0 0 {T} 11", f"{B} 0 0 {T} 22", f"{B} 1 0 {T} 22"])
+    runs = {(A, 0, 0): ("failed", LOST), (B, 0, 0): ("failed", LOST), (B, 1, 0): ("succeeded", None)}
+    report = successes_recorded_otherwise(successes, runs, killed_pids={22})
+    assert (report["succeeded_bodies"], report["recorded_otherwise_after_kill"], report["recorded_otherwise"]) == (
+        3, 1, 1)
+    assert report["examples"] == [f"{A} n0 rc0: failed {LOST}"]
