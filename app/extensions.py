@@ -35,7 +35,14 @@ migrate = Migrate()
 MIGRATIONS_DIR = str(Path(__file__).resolve().parent.parent / "migrations")
 
 
+# libpq waits for ever, by default, for a server that accepted the connection but does not answer (a stalled
+# or vanished host): a new connection gives up after this many seconds, unless the URL says connect_timeout=.
+PG_CONNECT_TIMEOUT_SECONDS = 5
+
+
 def init_app(app: Flask) -> None:
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(app.config["SQLALCHEMY_DATABASE_URI"],
+                                                             app.config.get("SQLALCHEMY_ENGINE_OPTIONS"))
     db.init_app(app)
     migrate.init_app(app, db, directory=MIGRATIONS_DIR, compare_type=True)
     with app.app_context():
@@ -73,6 +80,20 @@ def connect_redis(url: str) -> Redis:
     master: Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
         target.service, db=target.db, username=target.username, password=target.password, **tls, **options)
     return master
+
+
+def engine_options(uri: str, given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """SQLAlchemy engine options for a server database: every pooled connection is checked (one round trip)
+    when it is taken from the pool, so after a server restart or failover a process reconnects instead of
+    failing a request or a link on a dead connection; and a connection attempt has a deadline. SQLite (a
+    file, no server to lose) keeps SQLAlchemy's defaults."""
+    options = dict(given or {})
+    if uri.startswith("sqlite"):
+        return options
+    options.setdefault("pool_pre_ping", True)
+    if "connect_timeout=" not in uri:
+        options["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_SECONDS, **options.get("connect_args", {})}
+    return options
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]

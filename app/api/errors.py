@@ -7,7 +7,8 @@ from typing import Any
 
 from flask import Flask, Response, current_app, jsonify
 from redis.exceptions import RedisError
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from app.extensions import db
@@ -88,15 +89,37 @@ def init_app(app: Flask) -> None:
         return error_body(503, "redis_unavailable", "Redis is unreachable; nothing was changed. Try again.")
 
     @app.errorhandler(OperationalError)
-    def _database_down(exc: OperationalError) -> Response:
-        log.warning("database unavailable: %s", exc)
-        return error_body(503, "database_unavailable", "The database is unreachable or busy. Try again.")
+    @app.errorhandler(InterfaceError)
+    @app.errorhandler(PoolTimeout)
+    def _database_down(exc: Exception) -> Response:
+        return _database_unavailable(exc)
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:
+        if database_away(exc):
+            return _database_unavailable(exc)
         log.exception("unhandled error")
         _end_transaction()
         return error_body(500, "internal_error", "An unexpected error occurred.")
+
+
+# SQLSTATE 25006: a write reached a server in recovery (a standby, or a primary being demoted in a failover).
+_READ_ONLY = "25006"
+
+
+def database_away(exc: BaseException) -> bool:
+    """Whether `exc` says the database cannot serve now (down, restarting, failing over, out of connections),
+    not that the request or the code is wrong: the caller may try again, and the answer is a 503."""
+    if isinstance(exc, (OperationalError, InterfaceError, PoolTimeout)):
+        return True
+    return isinstance(exc, DBAPIError) and (exc.connection_invalidated
+                                            or getattr(exc.orig, "sqlstate", None) == _READ_ONLY)
+
+
+def _database_unavailable(exc: Exception) -> Response:
+    log.warning("database unavailable: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    _end_transaction()
+    return error_body(503, "database_unavailable", "The database is unreachable or busy. Try again.")
 
 
 def _end_transaction() -> None:
