@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlencode
 
 INSTANCE_DIR = Path(__file__).resolve().parent.parent / "instance"
 
@@ -99,9 +100,53 @@ class Settings:
         )
 
     def as_flask_config(self) -> dict[str, object]:
-        url = self.DATABASE_URL
-        if url.startswith("postgres://"):
-            url = "postgresql://" + url[len("postgres://"):]
-        if url.startswith("postgresql://"):
-            url = "postgresql+psycopg://" + url[len("postgresql://"):]
-        return {**self.__dict__, "SQLALCHEMY_DATABASE_URI": url, "MAX_CONTENT_LENGTH": self.RECUR_MAX_BODY_BYTES}
+        return {**self.__dict__, "SQLALCHEMY_DATABASE_URI": sqlalchemy_url(self.DATABASE_URL),
+                "MAX_CONTENT_LENGTH": self.RECUR_MAX_BODY_BYTES}
+
+
+_PSYCOPG = "postgresql+psycopg://"
+
+
+def sqlalchemy_url(url: str) -> str:
+    """DATABASE_URL as SQLAlchemy reads it: postgres:// and postgresql:// go to psycopg 3, and libpq's
+    multi-host form (``postgresql://user@h1:5432,h2:5432/db?target_session_attrs=read-write``), which
+    SQLAlchemy's URL parser cannot read, becomes the form its psycopg dialect takes for several hosts
+    (``postgresql+psycopg://user@/db?host=h1,h2&port=5432,5432&target_session_attrs=read-write``): libpq
+    then tries the hosts in order and keeps the first that fits target_session_attrs, at every new
+    connection, so a process follows a failover to a promoted standby. Raises ValueError naming what is
+    wrong in a malformed host list."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            url = _PSYCOPG + url[len(prefix):]
+    if not url.startswith(_PSYCOPG):
+        return url
+    rest = url[len(_PSYCOPG):]
+    cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    authority, tail = rest[:cut], rest[cut:]
+    userinfo, at, hostlist = authority.rpartition("@")
+    if "," not in hostlist:
+        return url
+    path, _, query = tail.partition("?")
+    names = {name for name, _ in parse_qsl(query, keep_blank_values=True)}
+    if names & {"host", "port", "hostaddr"}:
+        raise ValueError("DATABASE_URL names hosts both before the path and as host=/port= options: use one form")
+    hosts, ports = zip(*(_host_port(item) for item in hostlist.split(",")), strict=True)
+    options = [("host", ",".join(hosts))]
+    if any(ports):
+        options.append(("port", ",".join(ports)))
+    encoded = urlencode(options, safe=":,")
+    return f"{_PSYCOPG}{userinfo}{at}{path or '/'}?{encoded}" + (f"&{query}" if query else "")
+
+
+def _host_port(item: str) -> tuple[str, str]:
+    """One `host[:port]` of a libpq host list (`[::1]:5432` for an IPv6 address); the port may be empty."""
+    if item.startswith("["):
+        host, _, port = item[1:].partition("]")
+        port = port.removeprefix(":")
+    else:
+        host, _, port = item.partition(":")
+    if not host:
+        raise ValueError(f"DATABASE_URL names an empty host in its host list ({item!r})")
+    if port and not port.isdigit():
+        raise ValueError(f"DATABASE_URL port must be a number, got {port!r}")
+    return unquote(host), port
