@@ -16,7 +16,6 @@ from flask import current_app, has_app_context
 
 from app.tasks.registry import TaskEvent
 
-
 SUCCESS_SUFFIX = ".ok"
 
 
