@@ -78,8 +78,14 @@ def test_deleting_an_owner_deletes_everything_of_theirs_but_the_admins_record(ap
                                  .where(getattr(model, "owner_id", None) == owner_id
                                         if hasattr(model, "owner_id") else True)) == 0, model
     assert db.session.scalar(select(func.count()).select_from(BreakerTransition)) == 0
+    # The schedule's audit trail (who made, paused and deleted it) stays, for admins only.
+    trail = client.get(f"/api/v1/schedules/{schedule.json['id']}/events/")
+    assert trail.status_code == 200, trail.json
+    assert [e["action"] for e in reversed(trail.json["items"])] == ["create", "pause", "delete"]
+    stranger = authorized_client(app, _owner(app, "stranger"))
+    assert stranger.get(f"/api/v1/schedules/{schedule.json['id']}/events/").status_code == 404
     assert db.session.scalar(select(func.count()).select_from(ScheduleEvent)
-                             .where(ScheduleEvent.owner_id == owner_id)) == 0
+                             .where(ScheduleEvent.owner_id == owner_id)) == 3
     # The admin's deletion of the owner is on record, readable by admins.
     record = client.get("/api/v1/audit/owners/")
     assert record.status_code == 200, record.json

@@ -147,8 +147,9 @@ def create_owner() -> tuple[Response, int]:
 @documented(summary="Delete an owner and everything it owns (admin)", ok=204, errors=[403, 404])
 def delete_owner(owner_id: int) -> tuple[str, int]:
     """Everything of the owner goes with it: tokens (and so console sessions), workflows, schedules with their
-    runs and pending links, webhooks, events, deliveries and their attempts. What stays is the admins'
-    record that it was deleted, by whom (GET /audit/owners/)."""
+    runs and pending links, webhooks, events, deliveries and their attempts. What stays, for admins only, is
+    the audit trail of its schedules (GET /schedules/{id}/events/) and the record that it was deleted, by
+    whom (GET /audit/owners/)."""
     admin = _admin_only()
     owner = db.session.get(Owner, owner_id) if owner_id <= INT_MAX else None
     if owner is None:
@@ -163,7 +164,7 @@ def delete_owner(owner_id: int) -> tuple[str, int]:
     outbox.remove_owner(owner_id)
     db.session.execute(delete(Workflow).where(Workflow.owner_id == owner_id))
     _record(owner, "owner.deleted", now, {"schedules": len(ids)})
-    db.session.execute(delete(Owner).where(Owner.id == owner_id))  # tokens, sessions, audit trail by cascade
+    db.session.execute(delete(Owner).where(Owner.id == owner_id))  # tokens and console sessions by cascade
     db.session.commit()
     return "", 204
 

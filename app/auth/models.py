@@ -53,8 +53,9 @@ class ScheduleEvent(db.Model):  # type: ignore[name-defined,misc]
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     schedule_id: Mapped[str] = mapped_column(String(36), index=True)
-    # The schedule's owner, for scoping once the schedule itself is gone.
-    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
+    # The schedule's owner, for scoping once the schedule itself is gone. No foreign key: the trail outlives
+    # its owner too, readable by admins only (owner ids are never reused, so no one else's scope matches).
+    owner_id: Mapped[int] = mapped_column(Integer, index=True)
     actor_id: Mapped[int | None] = mapped_column(ForeignKey("owners.id", ondelete="SET NULL"), nullable=True)
     actor_name: Mapped[str] = mapped_column(String(200))
     action: Mapped[str] = mapped_column(String(32))
