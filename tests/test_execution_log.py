@@ -8,13 +8,19 @@ from bench.executions import classify, parse
 from tests.chain_driver import make_schedule, runs_of, step
 
 
-def test_every_body_start_appends_one_line(chain_app, fake_clock, tmp_path):
-    log_path = tmp_path / "executions.log"
+def _two_flaky_ticks(chain_app, fake_clock, log_path):  # type: ignore[no-untyped-def]
+    """Two ticks of a task that fails once each: four attempts, two of them successes."""
     chain_app.config["RECUR_EXECUTION_LOG"] = str(log_path)
     schedule = make_schedule(fake_clock.now, task="builtin.flaky", interval_seconds=10, total_repeats=2,
                              trigger_payload={"failures": 1})
     for _ in range(4):
         step(chain_app, fake_clock)
+    return schedule
+
+
+def test_every_body_start_appends_one_line(chain_app, fake_clock, tmp_path):
+    log_path = tmp_path / "executions.log"
+    schedule = _two_flaky_ticks(chain_app, fake_clock, log_path)
 
     starts = parse(log_path.read_text().splitlines())
     runs = runs_of(schedule.id)
@@ -86,12 +92,7 @@ def test_classify_counts_every_body_that_ran_when_it_must_not_have():
 def test_every_success_appends_a_line_to_the_ok_log_and_matches_the_runs_table(chain_app, fake_clock, tmp_path):
     from bench.executions import successes_recorded_otherwise
 
-    log_path = tmp_path / "executions.log"
-    chain_app.config["RECUR_EXECUTION_LOG"] = str(log_path)
-    schedule = make_schedule(fake_clock.now, task="builtin.flaky", interval_seconds=10, total_repeats=2,
-                             trigger_payload={"failures": 1})
-    for _ in range(4):
-        step(chain_app, fake_clock)
+    schedule = _two_flaky_ticks(chain_app, fake_clock, tmp_path / "executions.log")
     successes = parse((tmp_path / "executions.log.ok").read_text().splitlines())
     runs = {(r.schedule_id, r.repeat_number, r.retry_number): (r.status, r.error) for r in runs_of(schedule.id)}
     assert sorted((s.repeat, s.retry) for s in successes) == [(0, 1), (1, 1)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -20,23 +21,31 @@ ALL_TYPES = ["run.failed", "run.timed_out", "schedule.dead", "schedule.paused", 
              "schedule.recovered", "breaker.opened", "breaker.closed"]
 
 
-@pytest.fixture
-def stack(request, tmp_path, redis_server, database_url, monkeypatch):  # type: ignore[no-untyped-def]
+def webhook_stack(request, tmp_path, redis_server, database_url, monkeypatch,  # type: ignore[no-untyped-def]
+                  **settings: str) -> Iterator[Stack]:
+    """A Stack whose webhooks may reach loopback receivers, retried and watched quickly; `settings` adds or
+    overrides environment variables. The processes' own logs go in a failure's report."""
     from redis import Redis
 
-    for name, value in (("RECUR_WEBHOOK_ALLOW_HOSTS", "127.0.0.1"), ("RECUR_WEBHOOK_BACKOFF_SECONDS", "0.5"),
-                        ("RECUR_WEBHOOK_BACKOFF_MAX_SECONDS", "2"), ("RECUR_WATCH_SECONDS", "0.5"),
-                        ("RECUR_WEBHOOK_TIMEOUT_SECONDS", "2")):
+    quick = {"RECUR_WEBHOOK_ALLOW_HOSTS": "127.0.0.1", "RECUR_WEBHOOK_BACKOFF_SECONDS": "0.5",
+             "RECUR_WEBHOOK_BACKOFF_MAX_SECONDS": "2", "RECUR_WATCH_SECONDS": "0.5",
+             "RECUR_WEBHOOK_TIMEOUT_SECONDS": "2"}
+    for name, value in {**quick, **settings}.items():
         monkeypatch.setenv(name, value)
     Redis.from_url(redis_server.url).flushall()
     stack = Stack(tmp_path, redis_server, database_url)
     yield stack
     stack.stop()
     report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:  # the processes' own logs, in the failure's report
+    if report is not None and report.failed:
         for log in sorted(tmp_path.glob("*.log")):
             print(f"----- {log.name} (last 40 lines)")
             print("\n".join(log.read_text(errors="replace").splitlines()[-40:]))
+
+
+@pytest.fixture
+def stack(request, tmp_path, redis_server, database_url, monkeypatch):  # type: ignore[no-untyped-def]
+    yield from webhook_stack(request, tmp_path, redis_server, database_url, monkeypatch)
 
 
 @pytest.fixture

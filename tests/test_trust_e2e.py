@@ -22,31 +22,16 @@ from app.config import Settings
 from tests.receiver import Receiver
 from tests.servers import free_port, wait_for
 from tests.test_integration import Api, Stack
+from tests.test_notify_e2e import ALL_TYPES, webhook_stack
 
 pytestmark = pytest.mark.integration
 
-ALL_TYPES = ["run.failed", "run.timed_out", "schedule.dead", "schedule.paused", "schedule.done", "schedule.missed",
-             "schedule.recovered", "breaker.opened", "breaker.closed"]
-
-
 @pytest.fixture
 def stack(request, tmp_path, redis_server, database_url, monkeypatch):  # type: ignore[no-untyped-def]
-    from redis import Redis
-
-    for name, value in (("RECUR_WEBHOOK_ALLOW_HOSTS", "127.0.0.1"), ("RECUR_WEBHOOK_BACKOFF_SECONDS", "0.5"),
-                        ("RECUR_WEBHOOK_BACKOFF_MAX_SECONDS", "2"), ("RECUR_WATCH_SECONDS", "0.5"),
-                        ("RECUR_WEBHOOK_TIMEOUT_SECONDS", "4"), ("RECUR_SECURE_COOKIES", "0")):
-        monkeypatch.setenv(name, value)
-    Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, database_url)
-    stack.database_url = database_url  # type: ignore[attr-defined]
-    yield stack
-    stack.stop()
-    report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:
-        for log in sorted(tmp_path.glob("*.log")):
-            print(f"----- {log.name} (last 40 lines)")
-            print("\n".join(log.read_text(errors="replace").splitlines()[-40:]))
+    for stack in webhook_stack(request, tmp_path, redis_server, database_url, monkeypatch,
+                               RECUR_WEBHOOK_TIMEOUT_SECONDS="4", RECUR_SECURE_COOKIES="0"):
+        stack.database_url = database_url  # type: ignore[attr-defined]
+        yield stack
 
 
 @pytest.fixture
