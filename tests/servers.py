@@ -7,7 +7,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -120,6 +120,17 @@ class RedisServer:
 
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def print_logs_if_failed(node: Any, logs: Iterable[Path], lines: int = 40) -> None:
+    """In a fixture's teardown: when the test failed (conftest keeps its report on the item), print the last
+    lines of each process's log, so that they land in the failure's report."""
+    report = getattr(node, "report_call", None)
+    if report is None or not report.failed:
+        return
+    for path in sorted(logs):
+        print(f"----- {path.name} (last {lines} lines)")
+        print("\n".join(path.read_text(errors="replace").splitlines()[-lines:]))
 
 
 class Process:

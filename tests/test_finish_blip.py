@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.pgcluster import POSTGRES_BIN, PgServer, single_server
-from tests.servers import RedisServer, wait_for
+from tests.servers import RedisServer, print_logs_if_failed, wait_for
 from tests.test_integration import Stack
 
 pytestmark = [pytest.mark.integration,
@@ -19,50 +19,46 @@ pytestmark = [pytest.mark.integration,
 
 
 @pytest.fixture
-def postgres() -> Iterator[PgServer]:
-    server = single_server()
-    yield server
-    server.destroy()
+def stack(request, tmp_path: Path, redis_server: RedisServer) -> Iterator[Stack]:  # type: ignore[no-untyped-def]
+    from redis import Redis
+
+    Redis.from_url(redis_server.url).flushall()
+    postgres = single_server()
+    stack = Stack(tmp_path, redis_server, postgres.url)
+    stack.postgres = postgres  # type: ignore[attr-defined]
+    stack.env["RECUR_EXECUTION_LOG"] = str(tmp_path / "executions.log")
+    yield stack
+    stack.stop()
+    postgres.destroy()
+    print_logs_if_failed(request.node, tmp_path.glob("*.log"))
 
 
 @pytest.mark.parametrize("mode", ["default", "--simple"])
 def test_a_success_is_recorded_as_a_success_though_the_database_was_away_when_it_ended(
-        request, tmp_path: Path, redis_server: RedisServer, postgres: PgServer, mode: str) -> None:
-    from redis import Redis
+        stack: Stack, mode: str) -> None:
+    postgres: PgServer = stack.postgres  # type: ignore[attr-defined]
+    log = Path(stack.env["RECUR_EXECUTION_LOG"])
+    stack.start_worker(*([] if mode == "default" else [mode]))
+    stack.wait_workers_ready()
+    api = stack.api
+    flow = api.ok("POST", "/api/v1/workflows/", {"name": "slow", "task": "builtin.sleep"})
+    schedule = api.ok("POST", "/api/v1/schedules/", {
+        "name": "once", "workflow_id": flow["id"], "interval_seconds": 2, "total_repeats": 1,
+        "max_retries": 0, "timeout_seconds": 120, "trigger_payload": {"seconds": 4}})["id"]
+    wait_for(lambda: log.exists() and log.read_text().strip(), 30, what="the task's body to start")
+    started = time.monotonic()
+    postgres.stop()  # while the body sleeps; it ends with no database to record its outcome in
+    time.sleep(max(0.0, started + 4 + 3 - time.monotonic()))  # the body has ended; the finish is failing
+    postgres.start()
 
-    Redis.from_url(redis_server.url).flushall()
-    log = tmp_path / "executions.log"
-    stack = Stack(tmp_path, redis_server, postgres.url)
-    stack.env["RECUR_EXECUTION_LOG"] = str(log)
-    try:
-        stack.start_worker(*([] if mode == "default" else [mode]))
-        stack.wait_workers_ready()
-        api = stack.api
-        flow = api.ok("POST", "/api/v1/workflows/", {"name": "slow", "task": "builtin.sleep"})
-        schedule = api.ok("POST", "/api/v1/schedules/", {
-            "name": "once", "workflow_id": flow["id"], "interval_seconds": 2, "total_repeats": 1,
-            "max_retries": 0, "timeout_seconds": 120, "trigger_payload": {"seconds": 4}})["id"]
-        wait_for(lambda: log.exists() and log.read_text().strip(), 30, what="the task's body to start")
-        started = time.monotonic()
-        postgres.stop()  # while the body sleeps; it ends with no database to record its outcome in
-        time.sleep(max(0.0, started + 4 + 3 - time.monotonic()))  # the body has ended; the finish is failing
-        postgres.start()
+    def settled() -> dict[str, object] | None:
+        status, body = api.call("GET", f"/api/v1/schedules/{schedule}/")
+        return body if status == 200 and body["status"] != "active" else None
 
-        def settled() -> dict[str, object] | None:
-            status, body = api.call("GET", f"/api/v1/schedules/{schedule}/")
-            return body if status == 200 and body["status"] != "active" else None
-
-        final = wait_for(settled, 60, what="the schedule to settle")
-        runs = api.runs(schedule)
-        assert [(r["status"], r["error"]) for r in runs] == [("succeeded", None)], runs
-        assert final["status"] == "done", final
-        assert len(log.read_text().splitlines()) == 1  # the body ran once
-        assert all(process.alive() for process in [stack.web, *stack.workers])
-        assert "could not be recorded" in stack.workers[0].output()
-    finally:
-        stack.stop()
-        report = getattr(request.node, "report_call", None)
-        if report is not None and report.failed:
-            for path in sorted(tmp_path.glob("*.log")):
-                print(f"----- {path.name} (last 40 lines)")
-                print("\n".join(path.read_text(errors="replace").splitlines()[-40:]))
+    final = wait_for(settled, 60, what="the schedule to settle")
+    runs = api.runs(schedule)
+    assert [(r["status"], r["error"]) for r in runs] == [("succeeded", None)], runs
+    assert final["status"] == "done", final
+    assert len(log.read_text().splitlines()) == 1  # the body ran once
+    assert all(process.alive() for process in [stack.web, *stack.workers])
+    assert "could not be recorded" in stack.workers[0].output()

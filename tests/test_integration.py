@@ -20,6 +20,7 @@ from tests.servers import (
     admin_token_from_cli,
     flask_command,
     free_port,
+    print_logs_if_failed,
     start_web,
     start_worker,
     wait_for,
@@ -102,11 +103,7 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisSer
     stack = Stack(tmp_path, redis_server, database_url)
     yield stack
     stack.stop()
-    report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:  # the processes' own logs, in the failure's report
-        for log in sorted(tmp_path.glob("*.log")):
-            print(f"----- {log.name} (last 40 lines)")
-            print("\n".join(log.read_text(errors="replace").splitlines()[-40:]))
+    print_logs_if_failed(request.node, tmp_path.glob("*.log"))
 
 
 def _parse(instant: str) -> datetime:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.receiver import Receiver, verify
-from tests.servers import free_port, wait_for
+from tests.servers import free_port, print_logs_if_failed, wait_for
 from tests.test_integration import Stack
 
 pytestmark = pytest.mark.integration
@@ -36,11 +36,7 @@ def webhook_stack(request, tmp_path, redis_server, database_url, monkeypatch,  #
     stack = Stack(tmp_path, redis_server, database_url)
     yield stack
     stack.stop()
-    report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:
-        for log in sorted(tmp_path.glob("*.log")):
-            print(f"----- {log.name} (last 40 lines)")
-            print("\n".join(log.read_text(errors="replace").splitlines()[-40:]))
+    print_logs_if_failed(request.node, tmp_path.glob("*.log"))
 
 
 @pytest.fixture

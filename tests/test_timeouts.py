@@ -21,7 +21,7 @@ from app.chain.worker import RecurWorker
 from app.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus
 from tests.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids
-from tests.servers import Process, RedisServer, start_worker, wait_for
+from tests.servers import Process, RedisServer, print_logs_if_failed, start_worker, wait_for
 
 
 def test_a_task_that_catches_its_timeout_and_returns_is_timed_out(chain_app, fake_clock, tmp_path):
@@ -98,11 +98,7 @@ def workers(request: pytest.FixtureRequest, worker_env: dict[str, str], tmp_path
     yield started
     for process in started:
         _shut_down(process)
-    report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:
-        for process in started:
-            print(f"----- {process.log_path.name} (last 40 lines)")
-            print("\n".join(process.output().splitlines()[-40:]))
+    print_logs_if_failed(request.node, [process.log_path for process in started])
 
 
 def _shut_down(process: Process) -> None:
