@@ -16,13 +16,15 @@ import os
 import socket
 from typing import Any
 
+from rq import Queue
+
 import app.chain.link  # noqa: F401  (imported once here, not by every work horse)
 from app import create_app, ensure_schema
 from app.background import background_process_main, reconcile_once
 from app.chain import state
 from app.chain.pool import Limits
 from app.chain.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
-from app.extensions import db, get_queue, get_redis
+from app.extensions import connect_redis, db
 
 log = logging.getLogger("recur.worker")
 
@@ -59,7 +61,11 @@ def main() -> None:
         gc.freeze()
     name = args.name or f"recur-{socket.gethostname()}-{os.getpid()}"
     with app.app_context():
-        queues, redis = [get_queue(app)], get_redis(app)
+        # RQ raises its connection's socket timeout above its blocking dequeue (a BLPOP of worker_ttl - 15 s, its
+        # socket timeout 10 s more): on a client of its own, so that the app's client, which claims, leases and
+        # hands off links here and in the work processes, keeps its short deadline (RECUR_REDIS_TIMEOUT_SECONDS).
+        redis = connect_redis(app.config["REDIS_URL"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
+        queues = [Queue(app.config["RECUR_QUEUE"], connection=redis)]
         if args.simple:
             worker: Any = RecurSimpleWorker(queues, connection=redis, name=name)
         elif args.fork:

@@ -20,11 +20,17 @@ def _float(name: str, default: float) -> float:
     return default if raw in (None, "") else float(raw)
 
 
+# How long any Redis call waits for a connection or a reply (RECUR_REDIS_TIMEOUT_SECONDS): a Redis that stops
+# answering is then a prompt 503 redis_unavailable, not a request that hangs.
+DEFAULT_REDIS_TIMEOUT_SECONDS = 2.0
+
+
 @dataclass
 class Settings:
     REDIS_URL: str = "redis://localhost:6379/0"
     DATABASE_URL: str = f"sqlite:///{INSTANCE_DIR / 'recur.db'}"
     RECUR_QUEUE: str = "recur"
+    RECUR_REDIS_TIMEOUT_SECONDS: float = DEFAULT_REDIS_TIMEOUT_SECONDS
     RECUR_TASK_MODULES: list[str] = field(default_factory=list)
     RECUR_RECONCILE_SECONDS: float = 5.0
     RECUR_LEASE_SECONDS: float = 5.0
@@ -69,6 +75,7 @@ class Settings:
             REDIS_URL=os.environ.get("REDIS_URL") or defaults.REDIS_URL,
             DATABASE_URL=os.environ.get("DATABASE_URL") or defaults.DATABASE_URL,
             RECUR_QUEUE=os.environ.get("RECUR_QUEUE") or defaults.RECUR_QUEUE,
+            RECUR_REDIS_TIMEOUT_SECONDS=_float("RECUR_REDIS_TIMEOUT_SECONDS", defaults.RECUR_REDIS_TIMEOUT_SECONDS),
             RECUR_TASK_MODULES=[m.strip() for m in modules.split(",") if m.strip()],
             RECUR_RECONCILE_SECONDS=_float("RECUR_RECONCILE_SECONDS", defaults.RECUR_RECONCILE_SECONDS),
             RECUR_LEASE_SECONDS=_float("RECUR_LEASE_SECONDS", defaults.RECUR_LEASE_SECONDS),

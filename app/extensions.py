@@ -12,6 +12,7 @@ from flask_sqlalchemy import SQLAlchemy
 from redis import Redis
 from redis.backoff import ExponentialBackoff
 from redis.driver_info import DriverInfo
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 from rq import Queue
@@ -20,6 +21,7 @@ from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.orm import DeclarativeBase
 
 from app import redis_url
+from app.config import DEFAULT_REDIS_TIMEOUT_SECONDS
 
 
 class Base(DeclarativeBase):
@@ -52,12 +54,19 @@ def init_app(app: Flask) -> None:
             event.listen(engine, "begin", _sqlite_begin_immediate)
         # A forked RQ work horse must not share pooled connections with its parent.
         os.register_at_fork(after_in_child=lambda: engine.dispose(close=False))
-    app.extensions["recur.redis"] = connect_redis(app.config["REDIS_URL"])
+    app.extensions["recur.redis"] = connect_redis(app.config["REDIS_URL"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
 
 
-def connect_redis(url: str) -> Redis:
+# Retried, briefly: a connection that broke (a Redis restart or failover closed it) is replaced at once. Not
+# retried: a timeout, which only says Redis does not answer; a retry would multiply the caller's wait.
+_RETRIED = (RedisConnectionError,)
+
+
+def connect_redis(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT_SECONDS) -> Redis:
     """A client that gives up quickly: when Redis is down, the API answers 503 in well under a second
-    instead of redis-py's default seconds of retries, and the workers' loops retry on their own.
+    instead of redis-py's default seconds of retries, and the workers' loops retry on their own. When Redis
+    accepts connections but does not answer (stalled, overloaded, a half-open connection), every connect and
+    every reply has `timeout` seconds (RECUR_REDIS_TIMEOUT_SECONDS), once: a timeout is not retried.
 
     The driver info (sent with CLIENT SETINFO) is resolved once here: left to redis-py, every new
     connection looks its version up in the installed package metadata, ~6 ms that each forked work
@@ -69,13 +78,13 @@ def connect_redis(url: str) -> Redis:
     speaks TLS to the Sentinels and the master alike (Redis's own Sentinels, with tls-replication, speak TLS to
     each other and to the servers), checking both against the same CA.
     """
-    options = dict(socket_connect_timeout=2, retry=Retry(ExponentialBackoff(cap=0.25, base=0.025), retries=2),
-                   driver_info=DriverInfo())
+    timeouts = dict(socket_connect_timeout=timeout, socket_timeout=timeout)
+    options = dict(retry=Retry(ExponentialBackoff(cap=0.25, base=0.025), retries=2, supported_errors=_RETRIED),
+                   driver_info=DriverInfo(), **timeouts)
     target = redis_url.parse(url)
     if target is None:
         return Redis.from_url(url, **options)
     tls: dict[str, Any] = dict(ssl=True, **target.tls_options) if target.ssl else {}  # the Sentinels' and master's
-    timeouts = dict(socket_connect_timeout=2, socket_timeout=2)
     sentinel = Sentinel(list(target.sentinels), sentinel_kwargs={**timeouts, **tls}, **timeouts)  # type: ignore[no-untyped-call]
     master: Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
         target.service, db=target.db, username=target.username, password=target.password, **tls, **options)
