@@ -4,6 +4,7 @@ import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import fakeredis
 import pytest
@@ -13,7 +14,11 @@ from redis import Redis
 from app import clock, create_app, ensure_schema
 from app.extensions import db
 from tests.databases import PostgresDatabases, SqliteDatabases
-from tests.servers import RedisServer, issue_admin_token
+from tests.pgcluster import POSTGRES_BIN, PgServer, single_server
+from tests.servers import RedisServer, issue_admin_token, print_logs_if_failed
+
+if TYPE_CHECKING:
+    from tests.test_integration import Stack
 
 
 class FakeClock:
@@ -175,3 +180,29 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock(datetime(2026, 3, 2, 12, 0, 0, 250000, tzinfo=UTC))
     monkeypatch.setattr(clock, "utcnow", fake)
     return fake
+
+
+@pytest.fixture
+def postgres() -> Iterator[PgServer]:
+    """A PostgreSQL server of the test's own, to restart, stop or stall (tests/pgcluster.py): never the
+    database under test, which other tests share."""
+    if POSTGRES_BIN is None:
+        pytest.skip("PostgreSQL's server binaries are not installed")
+    server = single_server()
+    yield server
+    server.destroy()
+
+
+@pytest.fixture
+def pg_stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisServer,
+             postgres: PgServer) -> Iterator[Stack]:
+    """gunicorn (and the workers a test starts) on the session's redis-server and the test's own PostgreSQL."""
+    from tests.test_integration import Stack
+
+    Redis.from_url(redis_server.url).flushall()
+    stack = Stack(tmp_path, redis_server, postgres.url)
+    yield stack
+    stack.stop()
+    print_logs_if_failed(request.node, tmp_path.glob("*.log"))
+    if getattr(request.node, "report_call", None) is not None and request.node.report_call.failed:
+        print("----- postgres\n" + postgres.log_tail())

@@ -7,16 +7,14 @@ every chain goes on; no process exits."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from redis import Redis
 
-from tests.pgcluster import POSTGRES_BIN, PgServer, single_server
-from tests.servers import RedisServer, wait_for
+from tests.pgcluster import POSTGRES_BIN, PgServer
+from tests.servers import wait_for
 from tests.test_integration import Stack, _parse
 
 needs_postgres = pytest.mark.skipif(POSTGRES_BIN is None, reason="PostgreSQL's server binaries are not installed")
@@ -44,28 +42,6 @@ def test_a_database_that_cannot_give_a_connection_is_a_503_not_a_500(tmp_path: P
             held.close()
         assert (response.status_code, response.get_json()["code"]) == (503, "database_unavailable")
         db.engine.dispose()
-
-
-@pytest.fixture
-def postgres() -> Iterator[PgServer]:
-    server = single_server()
-    yield server
-    server.destroy()
-
-
-@pytest.fixture
-def pg_stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisServer,
-             postgres: PgServer) -> Iterator[Stack]:
-    Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, postgres.url)
-    yield stack
-    stack.stop()
-    report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:
-        for log in sorted(tmp_path.glob("*.log")):
-            print(f"----- {log.name} (last 40 lines)")
-            print("\n".join(log.read_text(errors="replace").splitlines()[-40:]))
-        print("----- postgres\n" + postgres.log_tail())
 
 
 def _chains(stack: Stack, count: int) -> list[str]:

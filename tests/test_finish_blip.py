@@ -5,39 +5,24 @@ ran once. Real gunicorn, worker.py, redis-server and a PostgreSQL server of the 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.pgcluster import POSTGRES_BIN, PgServer, single_server
-from tests.servers import RedisServer, print_logs_if_failed, wait_for
+from tests.pgcluster import POSTGRES_BIN, PgServer
+from tests.servers import wait_for
 from tests.test_integration import Stack
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(POSTGRES_BIN is None, reason="PostgreSQL's server binaries are not installed")]
 
 
-@pytest.fixture
-def stack(request, tmp_path: Path, redis_server: RedisServer) -> Iterator[Stack]:  # type: ignore[no-untyped-def]
-    from redis import Redis
-
-    Redis.from_url(redis_server.url).flushall()
-    postgres = single_server()
-    stack = Stack(tmp_path, redis_server, postgres.url)
-    stack.postgres = postgres  # type: ignore[attr-defined]
-    stack.env["RECUR_EXECUTION_LOG"] = str(tmp_path / "executions.log")
-    yield stack
-    stack.stop()
-    postgres.destroy()
-    print_logs_if_failed(request.node, tmp_path.glob("*.log"))
-
-
 @pytest.mark.parametrize("mode", ["default", "--simple"])
 def test_a_success_is_recorded_as_a_success_though_the_database_was_away_when_it_ended(
-        stack: Stack, mode: str) -> None:
-    postgres: PgServer = stack.postgres  # type: ignore[attr-defined]
-    log = Path(stack.env["RECUR_EXECUTION_LOG"])
+        pg_stack: Stack, postgres: PgServer, tmp_path: Path, mode: str) -> None:
+    stack = pg_stack
+    log = tmp_path / "executions.log"
+    stack.env["RECUR_EXECUTION_LOG"] = str(log)  # read by the workers started below
     stack.start_worker(*([] if mode == "default" else [mode]))
     stack.wait_workers_ready()
     api = stack.api

@@ -19,7 +19,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from app.extensions import connect_redis
-from tests.servers import RedisServer, Tls, wait_for
+from tests.servers import RedisServer, Tls, print_logs_if_failed, wait_for
 from tests.test_integration import Stack, _parse
 
 # How long a call may take before the caller hears that Redis does not answer: the README's promise of a
@@ -80,11 +80,7 @@ def stall_stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tupl
     os.kill(server.pid, signal.SIGCONT)
     stack.stop()
     server.stop()
-    report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:
-        for log in sorted(tmp_path.glob("*.log")):
-            print(f"----- {log.name} (last 40 lines)")
-            print("\n".join(log.read_text(errors="replace").splitlines()[-40:]))
+    print_logs_if_failed(request.node, tmp_path.glob("*.log"))
 
 
 @pytest.mark.integration
