@@ -1,7 +1,8 @@
-"""The loop each worker process runs beside RQ: move due links promptly, reconcile every few seconds.
+"""The loop each worker process runs beside RQ: move due links promptly, reconcile every few seconds; and
+beside it, in a thread of its own, prune the history past its retention (app.retention).
 
-Reconciliation runs one at a time across all replicas under a Redis lock with an owner token
-(only its owner can release it; nobody can extend another's). Moving needs no lock.
+Reconciliation and pruning each run one at a time across all replicas under a Redis lock with an owner
+token (only its owner can release it; nobody can extend another's). Moving needs no lock.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import clock, metrics
+from app import clock, metrics, retention
 from app.chain import outside
 from app.chain.mover import Mover
 from app.extensions import db, get_queue, get_redis
@@ -87,6 +88,68 @@ def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] 
         redis.eval(_RELEASE, 1, RECONCILE_LOCK, token)
 
 
+PRUNE_LOCK = "recur:prune-lock"
+PRUNE_LOCK_MS = 10_000  # renewed before each batch: a holder killed mid-pass blocks the others briefly
+# Set for `every` seconds when a pruning pass ends (the cluster prunes once per period), and where the next
+# pass's walk over schedules starts when the last one stopped at its limit.
+PRUNED_KEY = "recur:pruned"
+PRUNE_CURSOR_KEY = "recur:prune-cursor"
+# How often each worker's pruning thread looks whether the period is over.
+PRUNE_LOOK_SECONDS = 10.0
+
+
+def prune_once(app: Flask, every: float | None = None) -> dict[str, int] | None:
+    """One pruning pass if no other process is running one (and, with `every`, none ended less than `every`
+    seconds ago); returns the rows deleted per table, or None."""
+    redis = get_redis(app)
+    if every is not None and redis.exists(PRUNED_KEY):
+        return None
+    token = uuid.uuid4().hex
+    if not redis.set(PRUNE_LOCK, token, nx=True, px=PRUNE_LOCK_MS):
+        return None
+
+    def renew() -> None:
+        if not redis.eval(_RENEW, 1, PRUNE_LOCK, token, PRUNE_LOCK_MS):
+            raise LockLost
+
+    try:
+        cursor = redis.get(PRUNE_CURSOR_KEY)
+        with app.app_context():
+            try:
+                report = retention.prune(clock.utcnow(), retention.retention_from(app.config),
+                                         int(app.config["RECUR_PRUNE_BATCH"]),
+                                         int(app.config["RECUR_PRUNE_MAX_BATCHES"]),
+                                         cursor.decode() if isinstance(cursor, bytes) else None, renew)
+            except LockLost:
+                log.warning("prune lock lost mid-pass; another process carries on")
+                return None
+            finally:
+                db.session.remove()
+        if report.cursor is None:
+            redis.delete(PRUNE_CURSOR_KEY)
+        else:
+            redis.set(PRUNE_CURSOR_KEY, report.cursor)
+        metrics.pruned(report.rows)
+        if any(report.rows.values()):
+            log.info("pruned: %s", report.rows)
+        if every is not None:
+            redis.set(PRUNED_KEY, token, px=max(1, int(every * 1000)))
+        return report.rows
+    finally:
+        redis.eval(_RELEASE, 1, PRUNE_LOCK, token)
+
+
+def run_pruning(app: Flask, stop: threading.Event) -> None:
+    """Prune once per RECUR_PRUNE_SECONDS across the cluster, in a thread of its own: a pass of many
+    batches never delays the mover."""
+    every = float(app.config["RECUR_PRUNE_SECONDS"])
+    while not stop.wait(min(every, PRUNE_LOOK_SECONDS)):
+        try:
+            prune_once(app, every)
+        except Exception as exc:  # noqa: BLE001 - Redis or the database away for a moment, or a bug: go on
+            log.warning("pruning pass failed (%s: %s); retrying", type(exc).__name__, exc)
+
+
 def start_waiting(app: Flask) -> None:
     with app.app_context():
         try:
@@ -154,6 +217,7 @@ def background_process_main(app: Flask, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     get_redis(app).connection_pool.reset()
     watching = watch.start_thread(app)  # webhooks and late schedules, beside the mover: never in its way
+    threading.Thread(target=run_pruning, args=(app, stop), name="recur-prune", daemon=True).start()
     try:
         run_background(app, stop, parent_pid)
     finally:

@@ -66,6 +66,17 @@ class Settings:
     RECUR_MAX_SCHEDULES_PER_OWNER: int = 10_000
     RECUR_MAX_WEBHOOKS_PER_OWNER: int = 50
     RECUR_MAX_TOKENS_PER_OWNER: int = 100
+    # Retention (app.retention, app.policies.retention): days each history is kept (0: for ever), the newest
+    # runs of each schedule kept whatever their age, and the background pruning pass: how often (once per
+    # period across all workers), rows per statement, and statements per table per pass.
+    RECUR_KEEP_RUNS_DAYS: int = 30
+    RECUR_KEEP_RUNS_MIN: int = 100
+    RECUR_KEEP_EVENTS_DAYS: int = 7
+    RECUR_KEEP_AUDIT_DAYS: int = 365
+    RECUR_KEEP_BACKFILLS_DAYS: int = 30
+    RECUR_PRUNE_SECONDS: float = 60.0
+    RECUR_PRUNE_BATCH: int = 500
+    RECUR_PRUNE_MAX_BATCHES: int = 50
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -104,6 +115,14 @@ class Settings:
             RECUR_MAX_WEBHOOKS_PER_OWNER=max(0, _int("RECUR_MAX_WEBHOOKS_PER_OWNER",
                                                      defaults.RECUR_MAX_WEBHOOKS_PER_OWNER)),
             RECUR_MAX_TOKENS_PER_OWNER=max(0, _int("RECUR_MAX_TOKENS_PER_OWNER", defaults.RECUR_MAX_TOKENS_PER_OWNER)),
+            RECUR_KEEP_RUNS_DAYS=max(0, _int("RECUR_KEEP_RUNS_DAYS", defaults.RECUR_KEEP_RUNS_DAYS)),
+            RECUR_KEEP_RUNS_MIN=max(1, _int("RECUR_KEEP_RUNS_MIN", defaults.RECUR_KEEP_RUNS_MIN)),
+            RECUR_KEEP_EVENTS_DAYS=max(0, _int("RECUR_KEEP_EVENTS_DAYS", defaults.RECUR_KEEP_EVENTS_DAYS)),
+            RECUR_KEEP_AUDIT_DAYS=max(0, _int("RECUR_KEEP_AUDIT_DAYS", defaults.RECUR_KEEP_AUDIT_DAYS)),
+            RECUR_KEEP_BACKFILLS_DAYS=max(0, _int("RECUR_KEEP_BACKFILLS_DAYS", defaults.RECUR_KEEP_BACKFILLS_DAYS)),
+            RECUR_PRUNE_SECONDS=_float("RECUR_PRUNE_SECONDS", defaults.RECUR_PRUNE_SECONDS),
+            RECUR_PRUNE_BATCH=max(1, _int("RECUR_PRUNE_BATCH", defaults.RECUR_PRUNE_BATCH)),
+            RECUR_PRUNE_MAX_BATCHES=max(1, _int("RECUR_PRUNE_MAX_BATCHES", defaults.RECUR_PRUNE_MAX_BATCHES)),
         )
 
     def as_flask_config(self) -> dict[str, object]:

@@ -4,7 +4,7 @@ from the database and Redis at scrape time (schedules by status, queue depth, wo
 With PROMETHEUS_MULTIPROC_DIR set (a directory shared by the web and worker processes of one host, emptied
 before they start) prometheus-client keeps each process's values in files there and /metrics adds them up;
 without it, /metrics shows the answering process's own values. Labels are bounded: status, trigger, reason,
-state, queue, workflow_id; never a schedule or run id, and never a name an owner typed (/metrics may be open
+state, queue, workflow_id, table; never a schedule or run id, and never a name an owner typed (/metrics may be open
 to anyone: it shows counts, not what owners called their things).
 """
 
@@ -48,6 +48,15 @@ RECONCILE_PASS = Histogram("recur_reconcile_pass_seconds", "Time one reconciler 
 NOT_RUN = Counter("recur_ticks_not_run_total",
                   "Ticks recorded as not run: missed by catch-up, skipped by overlap or a full workflow.",
                   ["status", "reason"])
+
+
+PRUNED = Counter("recur_pruned_rows_total", "Rows the retention pass deleted, by table.", ["table"])
+
+
+def pruned(rows: dict[str, int]) -> None:
+    """`rows`: table -> rows deleted, from app.retention (its TABLES: a fixed set of names)."""
+    for table, count in rows.items():
+        PRUNED.labels(table=table).inc(count)
 
 
 def ticks_not_run(status: str, reason: str, ticks: int) -> None:

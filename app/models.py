@@ -174,6 +174,8 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     # Why and when the schedule was paused (by a caller, or by on_exhausted=pause); cleared on resume.
     pause_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Days this schedule's runs are kept (app.policies.retention); NULL: RECUR_KEEP_RUNS_DAYS.
+    keep_runs_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     # When runs and time collide (app.policies): catch-up after an outage, a tick due during a run.
     catch_up: Mapped[str] = mapped_column(String(16), default="latest", server_default="latest")
@@ -271,7 +273,8 @@ class Backfill(db.Model):  # type: ignore[name-defined,misc]
     started: Mapped[int] = mapped_column(Integer, default=0)  # how many of `times` have been started
     status: Mapped[str] = mapped_column(String(16), default="running")  # running, done, cancelled
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Indexed for retention: finished backfills go RECUR_KEEP_BACKFILLS_DAYS after this.
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True, index=True)
 
 
 class TriggerRequest(db.Model):  # type: ignore[name-defined,misc]

@@ -25,7 +25,7 @@ _CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between
 _PLAIN_COLUMNS = (
     "name", "key", "description", "workflow_id", "owner_id", "trigger_node_id", "total_repeats", "max_retries",
     "timeout_seconds", "trigger_payload", "on_exhausted", "catch_up", "catch_up_window_seconds", "catch_up_limit",
-    "overlap", "alert_after_seconds",
+    "overlap", "alert_after_seconds", "keep_runs_days",
 )
 
 

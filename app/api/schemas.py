@@ -19,6 +19,7 @@ from app.auth import quotas
 from app.models import PAUSE_NOTE_MAX, ConcurrencyPolicy, OnExhausted, Run, ScheduledJob, ScheduleStatus, Workflow
 from app.policies import CatchUpPolicy, OverlapPolicy
 from app.policies.catch_up import MAX_LIMIT as MAX_CATCH_UP_LIMIT
+from app.policies.retention import MAX_KEEP_RUNS_DAYS
 
 # The documented maxima (README). INT_MAX is PostgreSQL's INTEGER, the type of every integer column.
 INT_MAX = 2**31 - 1
@@ -138,6 +139,7 @@ class ScheduleIn(TimingIn):
     catch_up_limit = _int(1, MAX_CATCH_UP_LIMIT)
     overlap = fields.String(validate=validate.OneOf([p.value for p in OverlapPolicy]))
     alert_after_seconds = _int(1, MAX_ALERT_AFTER_SECONDS, allow_none=True)  # null: no missed-run alert
+    keep_runs_days = _int(1, MAX_KEEP_RUNS_DAYS, allow_none=True)  # null: RECUR_KEEP_RUNS_DAYS
 
 
 class PauseIn(Schema):
@@ -275,6 +277,7 @@ class ScheduleOut(Schema):
     catch_up_limit = _out(fields.Integer())
     overlap = _out(fields.String())
     alert_after_seconds = _out(fields.Integer(allow_none=True))
+    keep_runs_days = _out(fields.Integer(allow_none=True))
     health = _out(fields.String())
     late_since = _out(Iso(allow_none=True))
     status = _out(fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus])))

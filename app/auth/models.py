@@ -59,7 +59,7 @@ class ScheduleEvent(db.Model):  # type: ignore[name-defined,misc]
     actor_id: Mapped[int | None] = mapped_column(ForeignKey("owners.id", ondelete="SET NULL"), nullable=True)
     actor_name: Mapped[str] = mapped_column(String(200))
     action: Mapped[str] = mapped_column(String(32))
-    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)  # retention: RECUR_KEEP_AUDIT_DAYS
     changes: Mapped[Any] = mapped_column(JSON, nullable=True)
 
 
@@ -75,7 +75,7 @@ class ConsoleSession(db.Model):  # type: ignore[name-defined,misc]
     token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
     digest: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)  # expired ones are pruned
 
 
 class OwnerEvent(db.Model):  # type: ignore[name-defined,misc]

@@ -34,7 +34,7 @@ class Event(db.Model):  # type: ignore[name-defined,misc]
     id: Mapped[str] = mapped_column(String(40), primary_key=True)  # "evt_" + 32 hex: the receivers' dedup key
     owner_id: Mapped[int] = mapped_column(Integer, index=True)
     type: Mapped[str] = mapped_column(String(40))
-    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)  # retention's walk, oldest first
     data: Mapped[Any] = mapped_column(JSON)
 
 
@@ -59,7 +59,8 @@ class Delivery(db.Model):  # type: ignore[name-defined,misc]
     webhook_id: Mapped[int] = mapped_column(Integer, index=True)
     # The event's owner: deliveries are shared out fairly between owners, and deleted with their owner.
     owner_id: Mapped[int] = mapped_column(Integer)
-    event_id: Mapped[str] = mapped_column(ForeignKey("events.id", ondelete="CASCADE"))
+    # Indexed for retention: an event goes only once no delivery of it is left.
+    event_id: Mapped[str] = mapped_column(ForeignKey("events.id", ondelete="CASCADE"), index=True)
     status: Mapped[str] = mapped_column(String(16))  # pending, delivered, failed, dropped
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime())
