@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from app.auth.models import ApiToken, ConsoleSession, OwnerEvent, ScheduleEvent
 from app.background import PRUNE_LOCK, PRUNED_KEY, prune_once
@@ -249,6 +249,38 @@ def test_a_pass_stops_after_its_batches_and_the_next_resumes_where_it_stopped(ap
     assert third.rows["runs"] == 8 and third.cursor is None  # the walk reached its end: the next starts over
     assert [len(_left(name)) for name in ("s-a", "s-b", "s-c")] == [1, 1, 1]
     assert _count(Event) == 0
+
+
+def test_every_statement_of_a_pass_reads_through_an_index(app) -> None:
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's planner picks by table statistics; the indexes themselves are in the migrations")
+    workflow_id = _workflow()
+    _schedule(workflow_id, "s-plan")
+    _runs("s-plan", 90, 80, 70)
+    db.session.commit()
+    statements: list[tuple[str, object]] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        if statement.startswith(("SELECT", "DELETE")):
+            statements.append((statement, parameters))
+
+    event.listen(db.engine, "before_cursor_execute", seen)
+    try:
+        prune(NOW, Retention(runs_min=1), batch=500, max_batches=2)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", seen)
+    deletes = [statement for statement, _ in statements if statement.startswith("DELETE")]
+    assert {statement.split()[2] for statement in deletes} == {
+        "runs", "backfills", "delivery_attempts", "deliveries", "events", "schedule_events", "owner_events",
+        "console_sessions"}
+    with db.engine.connect() as connection:
+        for statement, parameters in statements:
+            plan = [row[3] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
+            # The walk over schedules goes along their primary key's index, a page at a time; nothing else
+            # scans a table or sorts.
+            scans = [step for step in plan if step.startswith("SCAN") and step != (
+                "SCAN scheduled_jobs USING INDEX sqlite_autoindex_scheduled_jobs_1")]
+            assert not scans and not any("TEMP B-TREE" in step for step in plan), (statement, plan)
 
 
 # --- a schedule's own keep_runs_days through the API ----------------------------------------------
