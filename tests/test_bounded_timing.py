@@ -121,10 +121,20 @@ def test_a_match_further_away_than_the_budget_is_undecided_not_none():
         first_occurrence(rule, datetime(2026, 3, 3, 12), steps=1000)
 
 
-def test_next_after_gives_up_with_none_when_its_steps_run_out():
-    """From a Monday 29 February the rule matches at once; its next match is 28 years of daily steps away,
-    which a small budget does not reach (None, as Spec gives up after MAX_RULED_OUT) and the default does."""
+def test_next_after_never_gives_up_on_a_rule_that_matched():
+    """From a Monday 29 February the rule matches at once; its next match is 28 years of daily steps away.
+    Only a request's first search is bounded: the chain finds the far match whatever the budget, rather
+    than taking a schedule whose next run is far off for one that ended (a 'done' it never was)."""
     utc, leap_monday = ZoneInfo("UTC"), datetime(2044, 2, 29, 9, tzinfo=UTC)
     rule = "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO"
-    assert RRuleTiming.parse(rule, utc, leap_monday).next_after(leap_monday) == datetime(2072, 2, 29, 9, tzinfo=UTC)
-    assert RRuleTiming.parse(rule, utc, leap_monday, steps=20_000).next_after(leap_monday) is None
+    for steps in (MAX_STEPS, 2_000):
+        timing_ = RRuleTiming.parse(rule, utc, leap_monday, steps=steps)
+        assert timing_.next_after(leap_monday) == datetime(2072, 2, 29, 9, tzinfo=UTC)
+
+
+def test_a_second_level_rule_across_its_excluded_hours_is_found_at_parse_and_after():
+    """FREQ=SECONDLY;BYHOUR=1,2,3 from 04:00: the next run is 21 hours of seconds away, which dateutil skips
+    within its own loop; the budget counts its periods' calls, not every second."""
+    utc, four = ZoneInfo("UTC"), datetime(2026, 3, 3, 4, tzinfo=UTC)
+    timing_ = RRuleTiming.parse("FREQ=SECONDLY;BYHOUR=1,2,3", utc, four)
+    assert timing_.next_after(four) == datetime(2026, 3, 4, 1, tzinfo=UTC)

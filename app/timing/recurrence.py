@@ -14,8 +14,6 @@ from .instants import LATEST
 from .rrulecheck import (
     DATEUTIL_ERRORS,
     MAX_STEPS,
-    Undecided,
-    bounded,
     check_satisfiable,
     first_occurrence,
     rebased_start,
@@ -71,9 +69,9 @@ class RRuleTiming:
     def next_after(self, instant: datetime) -> datetime | None:
         """First occurrence strictly after `instant` (UNTIL and COUNT honoured), or None.
 
-        None too when the search finds no occurrence within `steps` of the previous one: a rule that matched
-        from DTSTART but lands on no allowed day for that long is taken to match no more, as Spec takes a
-        timing whose candidates its constraints rule out MAX_RULED_OUT times in a row.
+        Unbounded: parse() found the rule's first occurrence within the request's budget, and a rule that
+        matched once matches again (or ends by UNTIL or COUNT), however far away; giving up here would end a
+        schedule whose next run is merely far off.
         """
         if not self.start_is_run and instant < self.anchor:
             instant = self.anchor
@@ -84,7 +82,7 @@ class RRuleTiming:
                 start = rebased_start(rule, wall)
                 if start is not None:
                     rule = rule.replace(dtstart=start)
-            for occurrence in bounded(rule.xafter(wall, inc=False), self.steps):
+            for occurrence in rule.xafter(wall, inc=False):
                 if occurrence > _STOP:
                     return None
                 candidate = wall_to_utc(occurrence, self.tz)
@@ -92,8 +90,6 @@ class RRuleTiming:
                     return None
                 if candidate > instant:
                     return candidate
-        except Undecided:
-            return None
         except DATEUTIL_ERRORS as error:  # a rule that parse() could iterate: not expected, but never a crash
             raise TimingError("rrule", f"the rule cannot be evaluated ({error})") from None
         return None

@@ -8,6 +8,7 @@ Reads dateutil's normalised (underscore) attributes, which already include the d
 """
 from __future__ import annotations
 
+import inspect
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -25,16 +26,19 @@ _PERIODS = {WEEKLY: timedelta(weeks=1), DAILY: timedelta(days=1), HOURLY: timede
             MINUTELY: timedelta(minutes=1), SECONDLY: timedelta(seconds=1)}
 
 
-# The work one search through a rule may do between two occurrences, counted in the Python and C function
-# calls made while dateutil iterates (sys.setprofile's "call" and "c_call" events). dateutil offers no other
-# way to stop a search: a period with no candidate yields nothing and checks no UNTIL, so a rule whose every
-# period is filtered out walks to the year 9999 inside one next() (about a second). A count of calls is
+# The work a search through a rule may do for a request, counted in the calls dateutil's rrule module makes
+# to its own (non-generator) functions: one or a few a period (its day and time sets), while a period that
+# is filtered out within a day costs none (dateutil skips those in a loop of its own). dateutil offers no
+# other way to stop a search: a period with no candidate yields nothing and checks no UNTIL, so a rule whose
+# every period is filtered out walks to the year 9999 inside one next() (about a second). A count is
 # deterministic for a given rule and dateutil, where a CPU-time deadline would depend on the machine and its
-# load. 100,000 calls are roughly 40,000 periods of a daily rule or 100,000 seconds of a SECONDLY rule's
-# search for an allowed hour, and 0.1-0.2 s of CPU; a daily rule's next 29 February that is a Monday (28 to
-# 40 years away) takes under half of it. Counting roughly doubles a search's CPU (some 40 us more for a
-# typical rule's next_after, measured at this commit), a price only rrule schedules pay.
-MAX_STEPS = 100_000
+# load. 30,000 are some 30,000 periods, about 0.16 s of CPU with the hook on (measured at this commit); a
+# daily rule's next 29 February that is a Monday (28 years away) takes under 10,000. Only requests are bounded (a timing's first
+# occurrence, at parse): the chain's own searches run to the end, so a rule that matches is never taken for
+# one that does not.
+MAX_STEPS = 30_000
+_RRULE_MODULE = rrule.__init__.__code__.co_filename
+_GENERATOR = inspect.CO_GENERATOR
 # What dateutil raises on a rule it accepted but cannot iterate (FREQ=MINUTELY;INTERVAL=1440;BYHOUR=5 from
 # noon: "Invalid combination of interval and byhour"), or at the edge of the calendar.
 DATEUTIL_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError)
@@ -45,11 +49,14 @@ class Undecided(Exception):
 
 
 def bounded(occurrences: Iterator[datetime], steps: int = MAX_STEPS) -> Iterator[datetime]:
-    """The occurrences, giving up with Undecided when dateutil makes more than `steps` calls before the next.
+    """The occurrences, giving up with Undecided when dateutil's rrule module makes more than `steps` calls
+    of its own functions before the next.
 
     The count is taken by a profile hook installed only while dateutil runs (sys.setprofile is per thread).
-    Under a profiler that holds the hook already (cProfile, yappi) the search is left unbounded rather than
-    displacing it.
+    It counts, and raises in, only frames of dateutil's rrule module that are plain functions: never in a
+    generator being resumed, nor in a finalizer that the garbage collector happens to run meanwhile (an
+    exception there would be swallowed, and the hook with it). Under a profiler that holds the hook already
+    (cProfile, yappi) the search is left unbounded rather than displacing it.
     """
     if sys.getprofile() is not None:
         yield from occurrences
@@ -58,7 +65,8 @@ def bounded(occurrences: Iterator[datetime], steps: int = MAX_STEPS) -> Iterator
 
     def spend(frame: FrameType, event: str, arg: Any) -> None:
         nonlocal left
-        if event == "call" or event == "c_call":
+        code = frame.f_code
+        if event == "call" and code.co_filename == _RRULE_MODULE and not code.co_flags & _GENERATOR:
             left -= 1
             if left < 0:
                 raise Undecided(f"no occurrence within {steps:,} steps")
