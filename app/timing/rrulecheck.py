@@ -33,9 +33,9 @@ _PERIODS = {WEEKLY: timedelta(weeks=1), DAILY: timedelta(days=1), HOURLY: timede
 # every period is filtered out walks to the year 9999 inside one next() (about a second). A count is
 # deterministic for a given rule and dateutil, where a CPU-time deadline would depend on the machine and its
 # load. 30,000 are some 30,000 periods, about 0.16 s of CPU with the hook on (measured at this commit); a
-# daily rule's next 29 February that is a Monday (28 years away) takes under 10,000. Only requests are bounded (a timing's first
-# occurrence, at parse): the chain's own searches run to the end, so a rule that matches is never taken for
-# one that does not.
+# daily rule's next 29 February that is a Monday (28 years away) takes under 10,000. Only requests are
+# bounded (a timing's first occurrence, at parse): the chain's own searches run to the end, so a rule that
+# matches is never taken for one that does not.
 MAX_STEPS = 30_000
 _RRULE_MODULE = rrule.__init__.__code__.co_filename
 _GENERATOR = inspect.CO_GENERATOR
