@@ -1,9 +1,8 @@
-"""Bounded work per request: evaluating a timing costs at most a fixed number of steps (issue 31, item 7).
-
-A recurrence rule that never lands on a day it allows (FREQ=DAILY;INTERVAL=7;BYDAY=MO from a Tuesday) used
-to cost dateutil's walk to the year 9999 on every create, PATCH and preview; some never-matching rules made
-dateutil raise while iterating, answered as a 500. Both are now a 422 naming `rrule`, and sparse rules that
-do match (29 February) are still accepted. No assertion here is about time: the budget counts steps.
+"""Bounded work per request (issue 31, item 7): a recurrence rule that never lands on a period it allows
+(FREQ=DAILY;INTERVAL=7;BYDAY=MO from a Tuesday) used to cost dateutil's walk to the year 9999 on every create,
+PATCH and preview; some never-matching rules made dateutil raise while iterating, answered as a 500. Both are
+now a 422 naming `rrule`, decided from the rule itself (its INTERVAL against its filters), and sparse rules
+that do match (29 February) are still accepted. No assertion here is about time.
 """
 
 from __future__ import annotations
@@ -15,13 +14,15 @@ import pytest
 
 from app import timing
 from app.timing.recurrence import RRuleTiming
-from app.timing.rrulecheck import MAX_STEPS, first_occurrence
+from app.timing.rrulecheck import check_reachable
 
 # DTSTART is the creation instant by default: the fake clock below makes it a Tuesday at 12:00:01 UTC.
 TUESDAY_NOON = datetime(2026, 3, 3, 12, 0, 0, 250000, tzinfo=UTC)
 
 NEVER_MATCHING = [
     "FREQ=DAILY;INTERVAL=7;BYDAY=MO",  # every seventh day from a Tuesday is a Tuesday: walks to 9999
+    "FREQ=HOURLY;INTERVAL=24;BYHOUR=5",  # always 12:00
+    "FREQ=MINUTELY;INTERVAL=10080;BYDAY=SU",  # a week of minutes: always a Tuesday
     "FREQ=MINUTELY;INTERVAL=1440;BYHOUR=5",  # always 12:00: dateutil raises while iterating
     "FREQ=SECONDLY;INTERVAL=86400;BYHOUR=5",  # the same, a second at a time
 ]
@@ -76,7 +77,7 @@ def test_the_refusal_says_why(client, fake_clock):
     fake_clock.set(TUESDAY_NOON)
     walked = _assert_rrule_refused(client.post("/api/v1/schedules/preview/",
                                                json={"rrule": "FREQ=DAILY;INTERVAL=7;BYDAY=MO"}))
-    assert f"{MAX_STEPS:,}" in walked and "may never match" in walked
+    assert "never land" in walked and "never match" in walked
     raised = _assert_rrule_refused(client.post("/api/v1/schedules/preview/",
                                                json={"rrule": "FREQ=MINUTELY;INTERVAL=1440;BYHOUR=5"}))
     assert "never" in raised
@@ -111,30 +112,40 @@ def test_parse_refuses_never_matching_rules(rule):
     assert refused.value.field == "rrule"
 
 
-def test_a_match_further_away_than_the_budget_is_undecided_not_none():
-    """The walk gives up after MAX_STEPS: a small budget cannot reach 29 February 2044, a big one can."""
+@pytest.mark.parametrize(("rule", "reachable"), [
+    ("FREQ=DAILY;INTERVAL=14;BYDAY=TU", True),  # from a Tuesday
+    ("FREQ=DAILY;INTERVAL=3;BYDAY=MO", True),  # 3 and 7 are coprime: every weekday in turn
+    ("FREQ=HOURLY;INTERVAL=5;BYHOUR=3", True),
+    ("FREQ=HOURLY;INTERVAL=48;BYHOUR=12;BYDAY=TH", True),  # Tuesday, Thursday, Saturday, ... at 12:00
+    ("FREQ=HOURLY;INTERVAL=48;BYHOUR=12;BYDAY=WE", True),  # and the next week Wednesday
+    ("FREQ=HOURLY;INTERVAL=24;BYHOUR=12;BYDAY=MO,FR", True),
+    ("FREQ=HOURLY;INTERVAL=168;BYDAY=WE", False),  # a week of hours: always a Tuesday
+    ("FREQ=DAILY;INTERVAL=14;BYDAY=MO,WE", False),
+    ("FREQ=DAILY;INTERVAL=7;BYDAY=MO", False),
+    ("FREQ=SECONDLY;BYDAY=SU;BYHOUR=23;BYMINUTE=59;BYSECOND=59", True),
+])
+def test_an_interval_is_judged_against_the_filters_it_must_land_on(rule: str, reachable: bool) -> None:
     from dateutil.rrule import rrulestr
 
-    rule = rrulestr("FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO", dtstart=datetime(2026, 3, 3, 12))
-    assert first_occurrence(rule, datetime(2026, 3, 3, 12)) == datetime(2044, 2, 29, 12)
-    with pytest.raises(timing.TimingError, match="may never match"):
-        first_occurrence(rule, datetime(2026, 3, 3, 12), steps=1000)
+    parsed = rrulestr(rule, dtstart=datetime(2026, 3, 3, 12))  # a Tuesday, 12:00:00
+    if reachable:
+        check_reachable(parsed)
+        assert parsed.after(datetime(2026, 3, 3, 12), inc=True) is not None
+    else:
+        with pytest.raises(timing.TimingError, match="never land"):
+            check_reachable(parsed)
 
 
-def test_next_after_never_gives_up_on_a_rule_that_matched():
-    """From a Monday 29 February the rule matches at once; its next match is 28 years of daily steps away.
-    Only a request's first search is bounded: the chain finds the far match whatever the budget, rather
-    than taking a schedule whose next run is far off for one that ended (a 'done' it never was)."""
+def test_next_after_finds_a_match_28_years_away():
+    """From a Monday 29 February the rule matches at once; its next match is 28 years of daily steps away:
+    the chain finds it, rather than taking a schedule whose next run is far off for one that ended."""
     utc, leap_monday = ZoneInfo("UTC"), datetime(2044, 2, 29, 9, tzinfo=UTC)
     rule = "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO"
-    for steps in (MAX_STEPS, 2_000):
-        timing_ = RRuleTiming.parse(rule, utc, leap_monday, steps=steps)
-        assert timing_.next_after(leap_monday) == datetime(2072, 2, 29, 9, tzinfo=UTC)
+    assert RRuleTiming.parse(rule, utc, leap_monday).next_after(leap_monday) == datetime(2072, 2, 29, 9, tzinfo=UTC)
 
 
 def test_a_second_level_rule_across_its_excluded_hours_is_found_at_parse_and_after():
-    """FREQ=SECONDLY;BYHOUR=1,2,3 from 04:00: the next run is 21 hours of seconds away, which dateutil skips
-    within its own loop; the budget counts its periods' calls, not every second."""
+    """FREQ=SECONDLY;BYHOUR=1,2,3 from 04:00: the next run is 21 hours of seconds away."""
     utc, four = ZoneInfo("UTC"), datetime(2026, 3, 3, 4, tzinfo=UTC)
     timing_ = RRuleTiming.parse("FREQ=SECONDLY;BYHOUR=1,2,3", utc, four)
     assert timing_.next_after(four) == datetime(2026, 3, 4, 1, tzinfo=UTC)

@@ -13,7 +13,7 @@ from .errors import TimingError
 from .instants import LATEST
 from .rrulecheck import (
     DATEUTIL_ERRORS,
-    MAX_STEPS,
+    check_reachable,
     check_satisfiable,
     first_occurrence,
     rebased_start,
@@ -38,18 +38,15 @@ class RRuleTiming:
     start_is_run: bool = True
     kind: str = "rrule"
     is_one_shot: bool = False
-    steps: int = field(default=MAX_STEPS, compare=False, repr=False)  # each search's budget (rrulecheck)
 
     @classmethod
-    def parse(
-        cls, text: str, tz: ZoneInfo, anchor: datetime, start_is_run: bool = True, steps: int = MAX_STEPS
-    ) -> RRuleTiming:
+    def parse(cls, text: str, tz: ZoneInfo, anchor: datetime, start_is_run: bool = True) -> RRuleTiming:
         """Validate the rule (TimingError("rrule", reason)) with DTSTART = anchor as local wall time.
 
         With start_is_run False the anchor is a default DTSTART (the creation instant), which is never
         itself a run: a new schedule never fires at once. COUNT then counts the runs, the ones after it.
-        The rule's first occurrence must be found within `steps` (a rule that may never match is refused
-        here, where every create, PATCH and preview builds its timing).
+        A rule that may never match is refused here, where every create, PATCH and preview builds its timing
+        (rrulecheck: its date filters, its INTERVAL against its filters, and what dateutil cannot iterate).
         """
         parts = split_rrule(text)
         start = utc_to_wall(anchor, tz)
@@ -60,18 +57,18 @@ class RRuleTiming:
         if not isinstance(rule, rrule):  # pragma: no cover - a single RRULE value always gives an rrule
             raise TimingError("rrule", "expected a single recurrence rule")
         check_satisfiable(rule, parts)
-        first = first_occurrence(rule, start, steps=steps)
+        check_reachable(rule)
+        first = first_occurrence(rule, start)
         count = parts.get("COUNT")
         if not start_is_run and count is not None and first == start:
             rule = rule.replace(count=int(count) + 1)  # DTSTART is an occurrence, and not a run
-        return cls(parts, anchor, tz, rule, start_is_run, steps=steps)
+        return cls(parts, anchor, tz, rule, start_is_run)
 
     def next_after(self, instant: datetime) -> datetime | None:
         """First occurrence strictly after `instant` (UNTIL and COUNT honoured), or None.
 
-        Unbounded: parse() found the rule's first occurrence within the request's budget, and a rule that
-        matched once matches again (or ends by UNTIL or COUNT), however far away; giving up here would end a
-        schedule whose next run is merely far off.
+        A rule that matched once matches again (or ends by UNTIL or COUNT), however far away: the search is
+        not cut short, which would end a schedule whose next run is merely far off.
         """
         if not self.start_is_run and instant < self.anchor:
             instant = self.anchor

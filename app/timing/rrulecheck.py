@@ -8,12 +8,9 @@ Reads dateutil's normalised (underscore) attributes, which already include the d
 """
 from __future__ import annotations
 
-import inspect
-import sys
+import math
 from collections import Counter
-from collections.abc import Iterator
 from datetime import date, datetime, timedelta
-from types import FrameType
 from typing import Any
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, MONTHLY, SECONDLY, WEEKLY, YEARLY, rrule, weekday
@@ -26,77 +23,78 @@ _PERIODS = {WEEKLY: timedelta(weeks=1), DAILY: timedelta(days=1), HOURLY: timede
             MINUTELY: timedelta(minutes=1), SECONDLY: timedelta(seconds=1)}
 
 
-# The work a search through a rule may do for a request, counted in the calls dateutil's rrule module makes
-# to its own (non-generator) functions: one or a few a period (its day and time sets), while a period that
-# is filtered out within a day costs none (dateutil skips those in a loop of its own). dateutil offers no
-# other way to stop a search: a period with no candidate yields nothing and checks no UNTIL, so a rule whose
-# every period is filtered out walks to the year 9999 inside one next() (about a second). A count is
-# deterministic for a given rule and dateutil, where a CPU-time deadline would depend on the machine and its
-# load. 30,000 are some 30,000 periods, about 0.16 s of CPU with the hook on (measured at this commit); a
-# daily rule's next 29 February that is a Monday (28 years away) takes under 10,000. Only requests are
-# bounded (a timing's first occurrence, at parse): the chain's own searches run to the end, so a rule that
-# matches is never taken for one that does not.
-MAX_STEPS = 30_000
-_RRULE_MODULE = rrule.__init__.__code__.co_filename
-_GENERATOR = inspect.CO_GENERATOR
 # What dateutil raises on a rule it accepted but cannot iterate (FREQ=MINUTELY;INTERVAL=1440;BYHOUR=5 from
 # noon: "Invalid combination of interval and byhour"), or at the edge of the calendar.
 DATEUTIL_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError)
 
-
-class Undecided(Exception):
-    """A search used up its steps without finding an occurrence: the rule may never match."""
-
-
-def bounded(occurrences: Iterator[datetime], steps: int = MAX_STEPS) -> Iterator[datetime]:
-    """The occurrences, giving up with Undecided when dateutil's rrule module makes more than `steps` calls
-    of its own functions before the next.
-
-    The count is taken by a profile hook installed only while dateutil runs (sys.setprofile is per thread).
-    It counts, and raises in, only frames of dateutil's rrule module that are plain functions: never in a
-    generator being resumed, nor in a finalizer that the garbage collector happens to run meanwhile (an
-    exception there would be swallowed, and the hook with it). Under a profiler that holds the hook already
-    (cProfile, yappi) the search is left unbounded rather than displacing it.
-    """
-    if sys.getprofile() is not None:
-        yield from occurrences
-        return
-    left = steps
-
-    def spend(frame: FrameType, event: str, arg: Any) -> None:
-        nonlocal left
-        code = frame.f_code
-        if event == "call" and code.co_filename == _RRULE_MODULE and not code.co_flags & _GENERATOR:
-            left -= 1
-            if left < 0:
-                raise Undecided(f"no occurrence within {steps:,} steps")
-
-    while True:
-        left = steps
-        sys.setprofile(spend)
-        try:
-            occurrence = next(occurrences, None)
-        finally:
-            sys.setprofile(None)
-        if occurrence is None:
-            return
-        yield occurrence
+_WEEK = 7 * 86400
+_UNIT_SECONDS = {DAILY: 86400, HOURLY: 3600, MINUTELY: 60, SECONDLY: 1}
 
 
-def first_occurrence(rule: rrule, start: datetime, *, steps: int = MAX_STEPS) -> datetime | None:
+def first_occurrence(rule: rrule, start: datetime) -> datetime | None:
     """The rule's first occurrence at or after `start` (None if it has none, e.g. UNTIL passed).
 
-    TimingError("rrule") when the search cannot decide within `steps`, or dateutil fails while iterating:
-    a request that validates a rule then costs a bounded amount of work, and never a 500.
+    TimingError("rrule") when dateutil fails while iterating: a request that validates a rule never answers
+    500 for it. A rule that could walk to the year 9999 without a match is refused before this, by
+    check_satisfiable (its date filters) and check_reachable (its INTERVAL against its filters).
     """
     try:
-        return next(bounded(rule.xafter(start, inc=True), steps), None)
-    except Undecided:
-        raise TimingError("rrule", f"this rule finds no occurrence within {steps:,} steps of the search; it may "
-                                   "never match (e.g. INTERVAL steps that never land on an allowed BYDAY, "
-                                   "BYMONTHDAY or BYHOUR)") from None
+        return next(rule.xafter(start, inc=True), None)
     except DATEUTIL_ERRORS as error:
         raise TimingError("rrule", f"the rule cannot be evaluated ({error}); it may never match") from None
+
+
+def check_reachable(rule: rrule) -> None:
+    """Refuse a DAILY, HOURLY, MINUTELY or SECONDLY rule whose INTERVAL steps never land on a period that its
+    BYDAY, BYHOUR, BYMINUTE or BYSECOND filters let through (FREQ=DAILY;INTERVAL=7;BYDAY=MO from a Tuesday:
+    every period is a Tuesday). dateutil would walk period by period to the year 9999 looking for one.
+
+    Periods start at DTSTART + n × INTERVAL units (in wall time). Their phases within a week, where all four
+    filters repeat, are DTSTART's phase plus the multiples of g = gcd(INTERVAL units, one week); so a filter
+    combination is reachable iff its phase differs from DTSTART's by a multiple of g. Whichever is shorter is
+    enumerated: the reachable phases or the allowed combinations (at most a week of seconds, 604,800, and far
+    fewer for any rule a person writes; a hit ends it)."""
+    freq = _attr(rule, "_freq")
+    unit = _UNIT_SECONDS.get(freq)
+    if unit is None:
+        return  # YEARLY, MONTHLY, WEEKLY: their BY parts expand a period instead of filtering it
+    step = unit * (_attr(rule, "_interval") or 1)
+    g = math.gcd(step, _WEEK)
+    if g == 1:
+        return  # every phase of the week is reached
+    start: datetime = _attr(rule, "_dtstart")
+    origin = start.weekday() * 86400 + start.hour * 3600 + start.minute * 60 + start.second
+    # A BY part filters periods of this frequency when its unit is at least the frequency's.
+    days = _attr(rule, "_byweekday")
+    hours = _attr(rule, "_byhour") if freq in (HOURLY, MINUTELY, SECONDLY) else None
+    minutes = _attr(rule, "_byminute") if freq in (MINUTELY, SECONDLY) else None
+    seconds = _attr(rule, "_bysecond") if freq == SECONDLY else None
+    if not (days or hours or minutes or seconds):
+        return
+    allowed_days = sorted(days) if days else range(7)
+    allowed_hours = sorted(hours) if hours else range(24)
+    allowed_minutes = sorted(minutes) if minutes else range(60)
+    allowed_seconds = sorted(seconds) if seconds else range(60)
+    combinations = len(allowed_days) * len(allowed_hours) * len(allowed_minutes) * len(allowed_seconds)
+    if combinations <= _WEEK // g:
+        for d in allowed_days:
+            for h in allowed_hours:
+                for m in allowed_minutes:
+                    for sec in allowed_seconds:
+                        if (d * 86400 + h * 3600 + m * 60 + sec - origin) % g == 0:
+                            return
+    else:
+        day_set, hour_set = set(allowed_days), set(allowed_hours)
+        minute_set, second_set = set(allowed_minutes), set(allowed_seconds)
+        for k in range(_WEEK // g):
+            phase = (origin + k * g) % _WEEK
+            rest = phase % 86400
+            if (phase // 86400 in day_set and rest // 3600 in hour_set and rest % 3600 // 60 in minute_set
+                    and rest % 60 in second_set):
+                return
+    raise TimingError("rrule", f"its INTERVAL steps never land on a period its BYDAY/BYHOUR/BYMINUTE/BYSECOND "
+                               f"allow (every period starts {g:,} s apart within the week from DTSTART's "
+                               "phase), so it would never match")
 
 
 def _attr(rule: rrule, name: str) -> Any:
