@@ -102,7 +102,8 @@ def _signal(pid: int, signum: int) -> None:
 
 
 def _group_pids(pgid: int) -> set[int]:
-    """Every process of a process group (a worker and its work processes), read before it is killed."""
+    """Every process a killed worker takes down or orphans, read before it is killed: its process group,
+    and its descendants (a work process may lead a process group of its own)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -111,6 +112,12 @@ def _group_pids(pgid: int) -> set[int]:
                     found.add(int(entry.name))
             except (OSError, IndexError, ValueError):
                 continue
+    todo = [pgid]
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        with contextlib.suppress(OSError):
+            todo.extend(procfs.children(pid))
     return found
 
 
