@@ -75,15 +75,8 @@ class Postgres:
         self._as_owner("pg_ctl", "-D", str(self.data), "-l", str(self.data.parent / "server.log"), "restart",
                        "-m", "fast", "-w", "-t", "60")
 
-    def processes(self) -> list[int]:
-        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
-        pids, todo = [], [postmaster]
-        while todo:
-            pid = todo.pop()
-            pids.append(pid)
-            with contextlib.suppress(OSError):
-                todo.extend(procfs.children(pid))
-        return pids
+    def processes(self) -> set[int]:
+        return _with_descendants(int((self.data / "postmaster.pid").read_text().split()[0]))
 
     def stall(self, seconds: float) -> None:
         pids = self.processes()
@@ -112,12 +105,17 @@ def _group_pids(pgid: int) -> set[int]:
                     found.add(int(entry.name))
             except (OSError, IndexError, ValueError):
                 continue
-    todo = [pgid]
+    return found | _with_descendants(pgid)
+
+
+def _with_descendants(pid: int) -> set[int]:
+    """A process and every process under it (from /proc), gone ones left out."""
+    found, todo = set(), [pid]
     while todo:
-        pid = todo.pop()
-        found.add(pid)
+        current = todo.pop()
+        found.add(current)
         with contextlib.suppress(OSError):
-            todo.extend(procfs.children(pid))
+            todo.extend(procfs.children(current))
     return found
 
 
