@@ -12,6 +12,8 @@ import os
 import signal
 import threading
 import uuid
+from collections.abc import Callable
+from typing import TypeVar
 
 from flask import Flask
 from redis import Redis
@@ -48,6 +50,38 @@ class LockLost(Exception):
 RECONCILED_KEY = "recur:reconciled"
 
 
+T = TypeVar("T")
+
+
+def _exclusive_pass(redis: Redis, lock: str, lock_ms: int, done_key: str, every: float | None, what: str,
+                    work: Callable[[Callable[[], None]], T]) -> T | None:
+    """Run `work` if no other process is running this kind of pass (a Redis lock with an owner token) and,
+    with `every`, none finished one less than `every` seconds ago (the cluster runs it once per period).
+    `work` gets `renew`, to call between its steps: it extends the lock, or raises LockLost if another
+    process took it over (the pass is then abandoned: None)."""
+    if every is not None and redis.exists(done_key):
+        return None
+    token = uuid.uuid4().hex
+    if not redis.set(lock, token, nx=True, px=lock_ms):
+        return None
+
+    def renew() -> None:
+        if not redis.eval(_RENEW, 1, lock, token, lock_ms):
+            raise LockLost
+
+    try:
+        try:
+            result = work(renew)
+        except LockLost:
+            log.warning("%s lock lost mid-pass; another process carries on", what)
+            return None
+        if every is not None:
+            redis.set(done_key, token, px=max(1, int(every * 1000)))
+        return result
+    finally:
+        redis.eval(_RELEASE, 1, lock, token)
+
+
 def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] | None:
     """One reconciliation pass if no other process is running one; returns its report or None.
 
@@ -56,24 +90,12 @@ def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] 
     100,000 schedules, ten passes of 3 s every 5 s would never stop). Startup passes always run.
     """
     redis = get_redis(app)
-    if every is not None and redis.exists(RECONCILED_KEY):
-        return None
-    token = uuid.uuid4().hex
-    if not redis.set(RECONCILE_LOCK, token, nx=True, px=RECONCILE_LOCK_MS):
-        return None
 
-    def renew() -> None:
-        if not redis.eval(_RENEW, 1, RECONCILE_LOCK, token, RECONCILE_LOCK_MS):
-            raise LockLost
-
-    try:
+    def work(renew: Callable[[], None]) -> dict[str, object]:
         with app.app_context():
             started = clock.monotonic()
             try:
                 report = reconcile(clock.utcnow(), renew).as_dict()
-            except LockLost:
-                log.warning("reconcile lock lost mid-pass; another process carries on")
-                return None
             finally:
                 db.session.remove()
             report["seconds"] = round(clock.monotonic() - started, 3)
@@ -81,11 +103,9 @@ def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] 
             log.warning("reconcile: %s", report)
         _count(redis, report)
         metrics.reconciled(report)
-        if every is not None:
-            redis.set(RECONCILED_KEY, token, px=max(1, int(every * 1000)))
         return report
-    finally:
-        redis.eval(_RELEASE, 1, RECONCILE_LOCK, token)
+
+    return _exclusive_pass(redis, RECONCILE_LOCK, RECONCILE_LOCK_MS, RECONCILED_KEY, every, "reconcile", work)
 
 
 PRUNE_LOCK = "recur:prune-lock"
@@ -102,17 +122,8 @@ def prune_once(app: Flask, every: float | None = None) -> dict[str, int] | None:
     """One pruning pass if no other process is running one (and, with `every`, none ended less than `every`
     seconds ago); returns the rows deleted per table, or None."""
     redis = get_redis(app)
-    if every is not None and redis.exists(PRUNED_KEY):
-        return None
-    token = uuid.uuid4().hex
-    if not redis.set(PRUNE_LOCK, token, nx=True, px=PRUNE_LOCK_MS):
-        return None
 
-    def renew() -> None:
-        if not redis.eval(_RENEW, 1, PRUNE_LOCK, token, PRUNE_LOCK_MS):
-            raise LockLost
-
-    try:
+    def work(renew: Callable[[], None]) -> dict[str, int]:
         cursor = redis.get(PRUNE_CURSOR_KEY)
         with app.app_context():
             try:
@@ -120,9 +131,6 @@ def prune_once(app: Flask, every: float | None = None) -> dict[str, int] | None:
                                          int(app.config["RECUR_PRUNE_BATCH"]),
                                          int(app.config["RECUR_PRUNE_MAX_BATCHES"]),
                                          cursor.decode() if isinstance(cursor, bytes) else None, renew)
-            except LockLost:
-                log.warning("prune lock lost mid-pass; another process carries on")
-                return None
             finally:
                 db.session.remove()
         if report.cursor is None:
@@ -132,11 +140,9 @@ def prune_once(app: Flask, every: float | None = None) -> dict[str, int] | None:
         metrics.pruned(report.rows)
         if any(report.rows.values()):
             log.info("pruned: %s", report.rows)
-        if every is not None:
-            redis.set(PRUNED_KEY, token, px=max(1, int(every * 1000)))
         return report.rows
-    finally:
-        redis.eval(_RELEASE, 1, PRUNE_LOCK, token)
+
+    return _exclusive_pass(redis, PRUNE_LOCK, PRUNE_LOCK_MS, PRUNED_KEY, every, "prune", work)
 
 
 def run_pruning(app: Flask, stop: threading.Event) -> None:
