@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app import clock, metrics, retention
 from app.chain import outside
+from app.chain.leases import pulse, pulse_every
 from app.chain.mover import Mover
 from app.extensions import db, get_queue, get_redis
 from app.notify import watch
@@ -190,12 +191,16 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
     mover = Mover(redis, get_queue(app))
     max_sleep = app.config["RECUR_MOVER_MAX_SLEEP"]
     every = app.config["RECUR_RECONCILE_SECONDS"]
-    next_reconcile = next_waiting = 0.0
+    lease_seconds, redis_timeout = app.config["RECUR_LEASE_SECONDS"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"]
+    next_reconcile = next_waiting = next_pulse = 0.0
     while not stop.is_set():
         if parent_pid is not None and os.getppid() != parent_pid:
             return
         try:
             # clock.utcnow() is the cluster clock: what is due, and how long to sleep, do not depend on the host.
+            if clock.monotonic() >= next_pulse:  # Redis answers: a lease it lets lapse is a lost worker's
+                next_pulse = clock.monotonic() + pulse_every(lease_seconds)
+                pulse(redis, lease_seconds, redis_timeout)
             mover.move_due(clock.utcnow())
             if clock.monotonic() >= next_reconcile:
                 next_reconcile = clock.monotonic() + every

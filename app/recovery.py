@@ -18,7 +18,7 @@ from sqlalchemy import select
 from app.chain import invalid, outside, planning, state
 from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
-from app.chain.leases import holders
+from app.chain.leases import EPOCH_KEY, holders, pulse
 from app.chain.pending import QueuedIds, pending_revisions
 from app.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
@@ -26,10 +26,6 @@ from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
 log = logging.getLogger(__name__)
 
 BATCH = 1000
-# Present as long as Redis keeps its data. When a pass finds it missing, Redis was flushed or restarted
-# empty, and with it every lease: live runs re-create theirs within a quarter lease, so that pass writes
-# off nothing.
-EPOCH_KEY = "recur:epoch"
 
 
 @dataclass
@@ -54,8 +50,12 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
     report = Report()
     redis = get_redis()
     queue = get_queue()
-    redis_was_emptied = bool(redis.set(EPOCH_KEY, now.isoformat(), nx=True))
-    lease_grace = timedelta(seconds=current_app.config["RECUR_LEASE_SECONDS"])
+    lease_seconds = current_app.config["RECUR_LEASE_SECONDS"]
+    # A missing lease means a lost worker unless Redis was emptied (the epoch key gone: live runs re-create
+    # their leases within a quarter lease) or stalled lately (app.chain.leases.pulse).
+    leases_tell = pulse(redis, lease_seconds, current_app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
+    leases_tell = not redis.set(EPOCH_KEY, now.isoformat(), nx=True) and leases_tell
+    lease_grace = timedelta(seconds=lease_seconds)
     queued = QueuedIds(redis, queue)  # read at most once per pass, whatever the number of batches
     last_id = ""
     while True:
@@ -71,7 +71,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         ).all()
         db.session.rollback()
         if not rows:
-            report.runs_written_off += outside.reap(now, lease_grace)
+            report.runs_written_off += outside.reap(now, lease_grace, leases_tell)
             outside.forget_lost_jobs()
             outside.resume_backfills(now)
             return report
@@ -89,7 +89,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         if missing:
             _repair_links(missing, now, report)
 
-        running = [r for r in rows if r.running_run_id is not None and not redis_was_emptied]
+        running = [r for r in rows if r.running_run_id is not None and leases_tell]
         for row, lease in zip(running, holders(redis, [r.id for r in running]), strict=True):
             if lease is None:
                 _write_off_if_lost(row.running_run_id, row.timeout_seconds, now, lease_grace, report)

@@ -76,7 +76,7 @@ class Postgres:
                        "-m", "fast", "-w", "-t", "60")
 
     def processes(self) -> set[int]:
-        return _with_descendants(int((self.data / "postmaster.pid").read_text().split()[0]))
+        return procfs.with_descendants(int((self.data / "postmaster.pid").read_text().split()[0]))
 
     def stall(self, seconds: float) -> None:
         pids = self.processes()
@@ -105,18 +105,7 @@ def _group_pids(pgid: int) -> set[int]:
                     found.add(int(entry.name))
             except (OSError, IndexError, ValueError):
                 continue
-    return found | _with_descendants(pgid)
-
-
-def _with_descendants(pid: int) -> set[int]:
-    """A process and every process under it (from /proc), gone ones left out."""
-    found, todo = set(), [pid]
-    while todo:
-        current = todo.pop()
-        found.add(current)
-        with contextlib.suppress(OSError):
-            todo.extend(procfs.children(current))
-    return found
+    return found | procfs.with_descendants(pgid)
 
 
 @dataclass

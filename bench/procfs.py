@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 
@@ -19,3 +20,14 @@ def resident_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return round(int(line.split()[1]) / 1024, 1)
     raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def with_descendants(pid: int) -> set[int]:
+    """A process and every process under it, gone ones left out."""
+    found, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        found.add(current)
+        with contextlib.suppress(OSError):
+            todo.extend(children(current))
+    return found

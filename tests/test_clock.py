@@ -18,9 +18,9 @@ from rq import SimpleWorker
 from app import clock
 from app.background import reconcile_once
 from app.chain import state
+from app.chain.leases import EPOCH_KEY
 from app.chain.mover import Mover
 from app.extensions import connect_redis, db, get_queue, get_redis
-from app.recovery import EPOCH_KEY
 from tests.chain_driver import fresh, make_schedule, runs_of, scheduled_ids
 from tests.conftest import admin_token, authorized_client
 from tests.servers import free_port

@@ -19,6 +19,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from app.extensions import connect_redis
+from bench import procfs
 from tests.servers import RedisServer, Tls, print_logs_if_failed, wait_for
 from tests.test_integration import Stack, _parse
 
@@ -129,3 +130,43 @@ def test_a_stalled_redis_is_a_prompt_503_and_every_chain_resumes_after_it(
     assert stack.web.alive() and all(worker.alive() for worker in stack.workers)
     for worker in stack.workers:  # the dequeue waited; it did not spin on timeouts
         assert worker.output().count("could not connect to Redis") <= 3, worker.output()[-3000:]
+
+
+@pytest.mark.integration
+def test_a_run_whose_lease_lapsed_only_because_redis_stalled_is_not_written_off(
+        stall_stack: tuple[Stack, RedisServer], tmp_path: Path) -> None:
+    """Redis stalls longer than a lease (3 s here): by its own clock every lease lapsed, though every holder is
+    alive and renews as soon as it can. The first pass after the stall must not take the missing leases for
+    dead workers. Here the holder's renewal comes after that pass (the worker is held up with Redis, as a
+    renewal stuck in its socket timeout would be): before the fix the pass wrote the live run off as
+    worker_lost, and its body, still running, ended as a failure."""
+    from app import create_app
+    from app.background import reconcile_once
+
+    stack, server = stall_stack
+    worker = stack.start_worker()
+    stack.wait_workers_ready()
+    api = stack.api
+    workflow = api.ok("POST", "/api/v1/workflows/", {"name": "sleep", "task": "builtin.sleep"})
+    schedule_id = api.ok("POST", "/api/v1/schedules/", {
+        "name": "long", "workflow_id": workflow["id"], "interval_seconds": 3600, "max_retries": 0,
+        "trigger_payload": {"seconds": 12}, "timeout_seconds": 120})["id"]
+    api.ok("POST", f"/api/v1/schedules/{schedule_id}/trigger/", {})
+    wait_for(lambda: any(r["status"] == "running" for r in api.runs(schedule_id)), 30, interval=0.2,
+             what="the run to start")
+    held_up = procfs.with_descendants(worker.pid)  # a pool worker's work processes lead groups of their own
+    for pid in held_up:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        with stalled(server):
+            time.sleep(5)  # longer than the 3 s lease
+        app = create_app({"DATABASE_URL": stack.env["DATABASE_URL"], "REDIS_URL": server.url,
+                          "RECUR_LEASE_SECONDS": 3.0})
+        report = reconcile_once(app)
+    finally:
+        for pid in held_up:
+            os.kill(pid, signal.SIGCONT)
+    assert report is not None and report["runs_written_off"] == 0, report
+    wait_for(lambda: any(r["status"] == "succeeded" for r in api.runs(schedule_id)), 30, interval=0.3,
+             what="the run to succeed")
+    assert not [r for r in api.runs(schedule_id) if r["status"] not in ("succeeded", "running")]

@@ -35,6 +35,39 @@ def holders(redis: Redis, schedule_ids: list[str]) -> list[str | None]:
     return [v.decode() if v else None for v in values]
 
 
+# A missing lease means its holder is gone only if Redis has been answering, and keeping time, all along: a
+# Redis that stalls longer than a lease (SIGSTOP, a VM paused, a long fork) or that nobody could reach lets
+# every lease lapse by its own clock, and each live holder re-creates its own at its next renewal. The pulse
+# tells the two apart: every worker's background loop sets it often, for a short while (pulse_every,
+# PULSE_TTL_SHARE of a lease). Whoever finds it lapsed while Redis still holds its data opens an unsure
+# window (a lease plus the Redis timeout: time for every live holder to renew) in which no run is written
+# off for a missing lease. The epoch key is there as long as Redis keeps its data: the reconciler pass that
+# finds it missing (Redis flushed, or restarted empty) writes nothing off either (app.recovery).
+EPOCH_KEY = "recur:epoch"
+PULSE_KEY = "recur:pulse"
+UNSURE_KEY = "recur:leases-unsure"
+PULSE_TTL_SHARE = 0.5
+_PULSE = """
+local lapsed = redis.call('EXISTS', KEYS[1]) == 0
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+if lapsed and redis.call('EXISTS', KEYS[3]) == 1 then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
+return redis.call('EXISTS', KEYS[2])
+"""
+
+
+def pulse_every(lease_seconds: float) -> float:
+    """How often the background loop pulses: four pulses to each pulse's life."""
+    return lease_seconds * PULSE_TTL_SHARE / 4
+
+
+def pulse(redis: Redis, lease_seconds: float, redis_timeout_seconds: float) -> bool:
+    """Say Redis answered now. True when a missing lease may be taken to mean its holder is gone: no gap in
+    the pulses, or the unsure window after one has passed."""
+    ttl_ms = max(1, int(lease_seconds * PULSE_TTL_SHARE * 1000))
+    unsure_ms = max(1, int((lease_seconds + redis_timeout_seconds) * 1000))
+    return not redis.eval(_PULSE, 3, PULSE_KEY, UNSURE_KEY, EPOCH_KEY, ttl_ms, unsure_ms)
+
+
 class Lease:
     """Held by the process running a link, renewed every quarter-lease until released or until the run's
     deadline (its timeout plus a grace) has passed: a run whose task will not stop then loses its lease,

@@ -544,9 +544,10 @@ def unlist(run_id: str) -> None:
     get_redis().hdel(OUTSIDE_KEY, run_id)
 
 
-def reap(now: datetime, grace: timedelta) -> list[str]:
-    """The reconciler's part: write off outside runs whose worker died (their lease lapsed), and forget
-    entries whose run has ended or never started. Returns the run IDs written off."""
+def reap(now: datetime, grace: timedelta, leases_tell: bool = True) -> list[str]:
+    """The reconciler's part: write off outside runs whose worker died (their lease lapsed; only when
+    `leases_tell`, see app.chain.leases.pulse), and forget entries whose run has ended or never started.
+    Returns the run IDs written off."""
     from app.chain.leases import run_lease_key
 
     redis = get_redis()
@@ -561,6 +562,8 @@ def reap(now: datetime, grace: timedelta) -> list[str]:
         backfill_id = run.backfill_id if run is not None else None
         db.session.rollback()
         if status == RunStatus.RUNNING.value and started_at is not None and now - started_at >= grace:
+            if not leases_tell:
+                continue
             state.finish_run(run_id, RunStatus.FAILED, "worker_lost: its worker stopped renewing the lease", now)
             written_off.append(run_id)
             redis.hdel(OUTSIDE_KEY, run_id)
