@@ -9,21 +9,13 @@ from flask import Flask
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from app import clock, extensions, logs
-from app.config import INSTANCE_DIR, Settings
+from app.config import INSTANCE_DIR, Settings, flask_config
 from app.tasks import load_task_modules
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__, instance_path=str(INSTANCE_DIR))
-    app.config.from_mapping(Settings.from_env().as_flask_config())
-    if config:
-        app.config.update(config)
-        if "DATABASE_URL" in config and "SQLALCHEMY_DATABASE_URI" not in config:
-            app.config["SQLALCHEMY_DATABASE_URI"] = Settings(DATABASE_URL=config["DATABASE_URL"]).as_flask_config()[
-                "SQLALCHEMY_DATABASE_URI"
-            ]
-        if "RECUR_MAX_BODY_BYTES" in config and "MAX_CONTENT_LENGTH" not in config:
-            app.config["MAX_CONTENT_LENGTH"] = config["RECUR_MAX_BODY_BYTES"]  # Flask's name for the 413 limit
+    app.config.from_mapping(flask_config(Settings.from_env(), config))
     app.json.sort_keys = False  # type: ignore[attr-defined]
     logs.configure(app.config["RECUR_LOG_FORMAT"])
 

@@ -1,133 +1,155 @@
-"""Settings, read from the environment in one place."""
+"""Settings, read from the environment in one place: each is one field of `Settings` (its environment
+variable's name, type, default and meaning); parsing and the app's config are derived from the fields."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any, TypeVar, get_type_hints
 from urllib.parse import parse_qsl, unquote, urlencode
 
 INSTANCE_DIR = Path(__file__).resolve().parent.parent / "instance"
-
-
-def _int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    return default if raw in (None, "") else int(raw)
-
-
-def _float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    return default if raw in (None, "") else float(raw)
-
 
 # How long any Redis call waits for a connection or a reply (RECUR_REDIS_TIMEOUT_SECONDS): a Redis that stops
 # answering is then a prompt 503 redis_unavailable, not a request that hangs.
 DEFAULT_REDIS_TIMEOUT_SECONDS = 2.0
 
+T = TypeVar("T")
+
+
+class SettingError(ValueError):
+    """An environment variable holds a value its setting cannot take; the message names the variable."""
+
+
+def setting(default: T, meaning: str, at_least: int | None = None) -> T:
+    """One setting's declaration: its default, what it means (one line) and, for a count, the least value
+    it takes (a smaller one is raised to it). Its environment variable is the field's name."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default),  # type: ignore[return-value]
+                     metadata={"meaning": meaning, "at_least": at_least})
+    return field(default=default, metadata={"meaning": meaning, "at_least": at_least})
+
 
 @dataclass
 class Settings:
-    REDIS_URL: str = "redis://localhost:6379/0"
-    DATABASE_URL: str = f"sqlite:///{INSTANCE_DIR / 'recur.db'}"
-    RECUR_QUEUE: str = "recur"
-    RECUR_REDIS_TIMEOUT_SECONDS: float = DEFAULT_REDIS_TIMEOUT_SECONDS
-    RECUR_TASK_MODULES: list[str] = field(default_factory=list)
-    RECUR_RECONCILE_SECONDS: float = 5.0
-    RECUR_LEASE_SECONDS: float = 5.0
-    RECUR_TIMEOUT_GRACE_SECONDS: float = 5.0
-    RECUR_MOVER_MAX_SLEEP: float = 0.2
-    RECUR_LINK_RESULT_TTL: int = 300
-    # A file to append a line to as each task body starts (app.tasks.execution_log); for checks, off by default.
-    RECUR_EXECUTION_LOG: str | None = None
-    # Request limits: a larger body is refused with 413 before it is parsed; a schedule's trigger_payload,
-    # stored in every schedule row and handed to every run, has a limit of its own (422 beyond it).
-    RECUR_MAX_BODY_BYTES: int = 1024 * 1024
-    RECUR_MAX_PAYLOAD_BYTES: int = 64 * 1024
-    # GET /metrics answers only `Authorization: Bearer <this>` when set; open when unset.
-    RECUR_METRICS_TOKEN: str | None = None
-    # "json": every process logs one JSON object per line (app.logs); anything else: plain text.
-    RECUR_LOG_FORMAT: str = "text"
-    # The console's session cookie: signed with RECUR_SECRET_KEY (or a key kept in Redis when unset), and
-    # Secure unless RECUR_SECURE_COOKIES=0 (browsers accept Secure cookies from http://localhost).
-    RECUR_SECRET_KEY: str | None = None
-    RECUR_SECURE_COOKIES: bool = True
-    # Webhooks (app.notify): hosts allowed although they resolve to internal addresses (comma separated),
-    # the timeout of one delivery, and the backoff between attempts (doubling from BACKOFF up to MAX).
-    RECUR_WEBHOOK_ALLOW_HOSTS: str = ""
-    RECUR_WEBHOOK_TIMEOUT_SECONDS: float = 10.0
-    RECUR_WEBHOOK_BACKOFF_SECONDS: float = 5.0
-    RECUR_WEBHOOK_BACKOFF_MAX_SECONDS: float = 3600.0
-    # How many deliveries one process sends at once; one owner may hold at most half of them.
-    RECUR_WEBHOOK_CONCURRENCY: int = 8
-    # How often every process looks for due deliveries and (one process at a time) for late schedules.
-    RECUR_WATCH_SECONDS: float = 1.0
-    # Per-owner quotas (app.auth.quotas): schedules, webhooks and active (unrevoked, unexpired) tokens one owner
-    # may hold; an admin may set another limit for one owner (PATCH /api/v1/owners/{id}/).
-    RECUR_MAX_SCHEDULES_PER_OWNER: int = 10_000
-    RECUR_MAX_WEBHOOKS_PER_OWNER: int = 50
-    RECUR_MAX_TOKENS_PER_OWNER: int = 100
-    # Retention (app.retention, app.policies.retention): days each history is kept (0: for ever), the newest
-    # runs of each schedule kept whatever their age, and the background pruning pass: how often (once per
-    # period across all workers), rows per statement, and statements per table per pass.
-    RECUR_KEEP_RUNS_DAYS: int = 30
-    RECUR_KEEP_RUNS_MIN: int = 100
-    RECUR_KEEP_EVENTS_DAYS: int = 7
-    RECUR_KEEP_AUDIT_DAYS: int = 365
-    RECUR_KEEP_BACKFILLS_DAYS: int = 30
-    RECUR_PRUNE_SECONDS: float = 60.0
-    RECUR_PRUNE_BATCH: int = 500
-    RECUR_PRUNE_MAX_BATCHES: int = 50
+    REDIS_URL: str = setting("redis://localhost:6379/0", "the Redis that holds pending links and RQ's queues")
+    DATABASE_URL: str = setting(f"sqlite:///{INSTANCE_DIR / 'recur.db'}", "the database (SQLAlchemy URL, or "
+                                "libpq's multi-host form for a primary and standbys)")
+    RECUR_QUEUE: str = setting("recur", "the RQ queue links go through")
+    RECUR_REDIS_TIMEOUT_SECONDS: float = setting(DEFAULT_REDIS_TIMEOUT_SECONDS,
+                                                 "deadline of every Redis connect and reply")
+    RECUR_TASK_MODULES: list[str] = setting([], "Python modules imported at start to register tasks "
+                                            "(comma separated)")
+    RECUR_RECONCILE_SECONDS: float = setting(5.0, "how often the workers reconcile Redis with the database")
+    RECUR_LEASE_SECONDS: float = setting(5.0, "how long a running link's lease lasts between renewals")
+    RECUR_TIMEOUT_GRACE_SECONDS: float = setting(5.0, "how long past its timeout a task may run before it is "
+                                                 "killed or written off")
+    RECUR_MOVER_MAX_SLEEP: float = setting(0.2, "longest sleep of the due-link mover between looks")
+    RECUR_LINK_RESULT_TTL: int = setting(300, "seconds RQ keeps a finished link's job hash")
+    RECUR_EXECUTION_LOG: str | None = setting(None, "a file each task body start appends a line to "
+                                              "(app.tasks.execution_log); for checks, off by default")
+    RECUR_MAX_BODY_BYTES: int = setting(1024 * 1024, "a larger request body is refused with 413 before it "
+                                        "is parsed")
+    RECUR_MAX_PAYLOAD_BYTES: int = setting(64 * 1024, "the largest trigger_payload (compact JSON); larger is "
+                                           "a 422")
+    RECUR_METRICS_TOKEN: str | None = setting(None, "set: GET /metrics answers only `Authorization: Bearer "
+                                              "<this>`; unset: open")
+    RECUR_LOG_FORMAT: str = setting("text", "json: one JSON object per log line (app.logs); anything else: "
+                                    "plain text")
+    RECUR_SECRET_KEY: str | None = setting(None, "signs the console's session cookie; unset: a key kept in "
+                                           "Redis")
+    RECUR_SECURE_COOKIES: bool = setting(True, "the console's cookie is Secure unless this is 0 (browsers "
+                                         "take Secure cookies from http://localhost)")
+    RECUR_WEBHOOK_ALLOW_HOSTS: str = setting("", "hosts webhooks may reach although they resolve to internal "
+                                             "addresses (comma separated)")
+    RECUR_WEBHOOK_TIMEOUT_SECONDS: float = setting(10.0, "deadline of one webhook delivery")
+    RECUR_WEBHOOK_BACKOFF_SECONDS: float = setting(5.0, "the first wait before a webhook's next attempt "
+                                                   "(doubling)")
+    RECUR_WEBHOOK_BACKOFF_MAX_SECONDS: float = setting(3600.0, "the longest wait between a webhook's attempts")
+    RECUR_WEBHOOK_CONCURRENCY: int = setting(8, "deliveries one process sends at once; one owner may hold at "
+                                             "most half", at_least=1)
+    RECUR_WATCH_SECONDS: float = setting(1.0, "how often every process looks for due deliveries and (one at "
+                                         "a time) for late schedules")
+    RECUR_MAX_SCHEDULES_PER_OWNER: int = setting(10_000, "schedules one owner may hold (app.auth.quotas; an "
+                                                 "admin may set another limit for one owner)", at_least=0)
+    RECUR_MAX_WEBHOOKS_PER_OWNER: int = setting(50, "webhooks one owner may hold", at_least=0)
+    RECUR_MAX_TOKENS_PER_OWNER: int = setting(100, "active (unrevoked, unexpired) tokens one owner may hold",
+                                              at_least=0)
+    RECUR_KEEP_RUNS_DAYS: int = setting(30, "days a run is kept (0: for ever)", at_least=0)
+    RECUR_KEEP_RUNS_MIN: int = setting(100, "the newest runs of each schedule kept whatever their age",
+                                       at_least=1)
+    RECUR_KEEP_EVENTS_DAYS: int = setting(7, "days webhook events and finished deliveries are kept (0: for "
+                                          "ever)", at_least=0)
+    RECUR_KEEP_AUDIT_DAYS: int = setting(365, "days the audit trail is kept (0: for ever)", at_least=0)
+    RECUR_KEEP_BACKFILLS_DAYS: int = setting(30, "days a finished backfill is kept (0: for ever)", at_least=0)
+    RECUR_PRUNE_SECONDS: float = setting(60.0, "how often the workers prune history past its retention (once "
+                                         "per period across all workers)")
+    RECUR_PRUNE_BATCH: int = setting(500, "rows one pruning statement deletes at most", at_least=1)
+    RECUR_PRUNE_MAX_BATCHES: int = setting(50, "pruning statements per table per pass", at_least=1)
 
     @classmethod
-    def from_env(cls) -> Settings:
-        defaults = cls()
-        modules = os.environ.get("RECUR_TASK_MODULES", "")
-        return cls(
-            REDIS_URL=os.environ.get("REDIS_URL") or defaults.REDIS_URL,
-            DATABASE_URL=os.environ.get("DATABASE_URL") or defaults.DATABASE_URL,
-            RECUR_QUEUE=os.environ.get("RECUR_QUEUE") or defaults.RECUR_QUEUE,
-            RECUR_REDIS_TIMEOUT_SECONDS=_float("RECUR_REDIS_TIMEOUT_SECONDS", defaults.RECUR_REDIS_TIMEOUT_SECONDS),
-            RECUR_TASK_MODULES=[m.strip() for m in modules.split(",") if m.strip()],
-            RECUR_RECONCILE_SECONDS=_float("RECUR_RECONCILE_SECONDS", defaults.RECUR_RECONCILE_SECONDS),
-            RECUR_LEASE_SECONDS=_float("RECUR_LEASE_SECONDS", defaults.RECUR_LEASE_SECONDS),
-            RECUR_TIMEOUT_GRACE_SECONDS=_float("RECUR_TIMEOUT_GRACE_SECONDS", defaults.RECUR_TIMEOUT_GRACE_SECONDS),
-            RECUR_MOVER_MAX_SLEEP=_float("RECUR_MOVER_MAX_SLEEP", defaults.RECUR_MOVER_MAX_SLEEP),
-            RECUR_LINK_RESULT_TTL=_int("RECUR_LINK_RESULT_TTL", defaults.RECUR_LINK_RESULT_TTL),
-            RECUR_EXECUTION_LOG=os.environ.get("RECUR_EXECUTION_LOG") or None,
-            RECUR_MAX_BODY_BYTES=_int("RECUR_MAX_BODY_BYTES", defaults.RECUR_MAX_BODY_BYTES),
-            RECUR_MAX_PAYLOAD_BYTES=_int("RECUR_MAX_PAYLOAD_BYTES", defaults.RECUR_MAX_PAYLOAD_BYTES),
-            RECUR_METRICS_TOKEN=os.environ.get("RECUR_METRICS_TOKEN") or None,
-            RECUR_LOG_FORMAT=os.environ.get("RECUR_LOG_FORMAT") or defaults.RECUR_LOG_FORMAT,
-            RECUR_SECRET_KEY=os.environ.get("RECUR_SECRET_KEY") or None,
-            RECUR_SECURE_COOKIES=os.environ.get("RECUR_SECURE_COOKIES", "1").strip().lower()
-            not in ("0", "false", "no", "off"),
-            RECUR_WEBHOOK_ALLOW_HOSTS=os.environ.get("RECUR_WEBHOOK_ALLOW_HOSTS", ""),
-            RECUR_WEBHOOK_TIMEOUT_SECONDS=_float("RECUR_WEBHOOK_TIMEOUT_SECONDS",
-                                                 defaults.RECUR_WEBHOOK_TIMEOUT_SECONDS),
-            RECUR_WEBHOOK_BACKOFF_SECONDS=_float("RECUR_WEBHOOK_BACKOFF_SECONDS",
-                                                 defaults.RECUR_WEBHOOK_BACKOFF_SECONDS),
-            RECUR_WEBHOOK_BACKOFF_MAX_SECONDS=_float("RECUR_WEBHOOK_BACKOFF_MAX_SECONDS",
-                                                     defaults.RECUR_WEBHOOK_BACKOFF_MAX_SECONDS),
-            RECUR_WEBHOOK_CONCURRENCY=max(1, _int("RECUR_WEBHOOK_CONCURRENCY", defaults.RECUR_WEBHOOK_CONCURRENCY)),
-            RECUR_WATCH_SECONDS=_float("RECUR_WATCH_SECONDS", defaults.RECUR_WATCH_SECONDS),
-            RECUR_MAX_SCHEDULES_PER_OWNER=max(0, _int("RECUR_MAX_SCHEDULES_PER_OWNER",
-                                                      defaults.RECUR_MAX_SCHEDULES_PER_OWNER)),
-            RECUR_MAX_WEBHOOKS_PER_OWNER=max(0, _int("RECUR_MAX_WEBHOOKS_PER_OWNER",
-                                                     defaults.RECUR_MAX_WEBHOOKS_PER_OWNER)),
-            RECUR_MAX_TOKENS_PER_OWNER=max(0, _int("RECUR_MAX_TOKENS_PER_OWNER", defaults.RECUR_MAX_TOKENS_PER_OWNER)),
-            RECUR_KEEP_RUNS_DAYS=max(0, _int("RECUR_KEEP_RUNS_DAYS", defaults.RECUR_KEEP_RUNS_DAYS)),
-            RECUR_KEEP_RUNS_MIN=max(1, _int("RECUR_KEEP_RUNS_MIN", defaults.RECUR_KEEP_RUNS_MIN)),
-            RECUR_KEEP_EVENTS_DAYS=max(0, _int("RECUR_KEEP_EVENTS_DAYS", defaults.RECUR_KEEP_EVENTS_DAYS)),
-            RECUR_KEEP_AUDIT_DAYS=max(0, _int("RECUR_KEEP_AUDIT_DAYS", defaults.RECUR_KEEP_AUDIT_DAYS)),
-            RECUR_KEEP_BACKFILLS_DAYS=max(0, _int("RECUR_KEEP_BACKFILLS_DAYS", defaults.RECUR_KEEP_BACKFILLS_DAYS)),
-            RECUR_PRUNE_SECONDS=_float("RECUR_PRUNE_SECONDS", defaults.RECUR_PRUNE_SECONDS),
-            RECUR_PRUNE_BATCH=max(1, _int("RECUR_PRUNE_BATCH", defaults.RECUR_PRUNE_BATCH)),
-            RECUR_PRUNE_MAX_BATCHES=max(1, _int("RECUR_PRUNE_MAX_BATCHES", defaults.RECUR_PRUNE_MAX_BATCHES)),
-        )
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Every setting from `environ` (the process's environment by default); an unset or empty variable
+        takes its default. Raises SettingError naming the variable whose value does not parse."""
+        environ = os.environ if environ is None else environ
+        types = get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for each in fields(cls):
+            raw = environ.get(each.name, "")
+            if raw == "":
+                continue
+            value = _PARSERS[types[each.name]](each.name, raw)
+            at_least = each.metadata["at_least"]
+            values[each.name] = value if at_least is None else max(at_least, value)
+        return cls(**values)
 
-    def as_flask_config(self) -> dict[str, object]:
-        return {**self.__dict__, "SQLALCHEMY_DATABASE_URI": sqlalchemy_url(self.DATABASE_URL),
-                "MAX_CONTENT_LENGTH": self.RECUR_MAX_BODY_BYTES}
+    def as_flask_config(self) -> dict[str, Any]:
+        return flask_config(self)
+
+
+def flask_config(settings: Settings, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The app's config: the settings, then `overrides`, then the keys Flask and Flask-SQLAlchemy read under
+    names of their own, derived from the settings unless `overrides` gives them."""
+    values = {**settings.__dict__, **(overrides or {})}
+    derived = {"SQLALCHEMY_DATABASE_URI": sqlalchemy_url(values["DATABASE_URL"]),
+               "MAX_CONTENT_LENGTH": values["RECUR_MAX_BODY_BYTES"]}  # Flask's name for the 413 limit
+    return {**values, **{key: value for key, value in derived.items() if key not in values}}
+
+
+def _parse_int(name: str, raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise SettingError(f"{name} must be a whole number, got {raw!r}") from None
+
+
+def _parse_float(name: str, raw: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise SettingError(f"{name} must be a number, got {raw!r}") from None
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    word = raw.strip().lower()
+    if word not in _TRUE + _FALSE:
+        raise SettingError(f"{name} must be one of {', '.join(_TRUE + _FALSE)}, got {raw!r}")
+    return word in _TRUE
+
+
+def _parse_list(name: str, raw: str) -> list[str]:
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+_PARSERS: dict[Any, Callable[[str, str], Any]] = {
+    int: _parse_int, float: _parse_float, bool: _parse_bool, list[str]: _parse_list,
+    str: lambda name, raw: raw, str | None: lambda name, raw: raw,
+}
 
 
 _PSYCOPG = "postgresql+psycopg://"
