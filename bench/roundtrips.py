@@ -44,12 +44,12 @@ def _count_redis() -> None:
 
 
 def _count_driver() -> None:
-    """The chain's statements run on the driver (app.chain.driver): count them there. On PostgreSQL a
+    """The chain's statements run on the driver (app.rawsql): count them there. On PostgreSQL a
     statement not pipelined waits for its answer; pipelined ones wait once, at the first read of rows after
     them (or the COMMIT). SQLite runs in this process: no round trips."""
-    from app.chain import driver
+    from app import rawsql
 
-    send, fetch, call = driver.Transaction._send, driver.Transaction._fetch, driver.Transaction._call
+    send, fetch, call = rawsql.Transaction._send, rawsql.Transaction._fetch, rawsql.Transaction._call
     queued: set[int] = set()
 
     def remote(tx: Any) -> bool:
@@ -79,9 +79,9 @@ def _count_driver() -> None:
             counts["database round trips"] += 1
         call(self, method, sql)
 
-    driver.Transaction._send = counted_send  # type: ignore[method-assign]
-    driver.Transaction._fetch = counted_fetch  # type: ignore[method-assign]
-    driver.Transaction._call = counted_call  # type: ignore[method-assign]
+    rawsql.Transaction._send = counted_send  # type: ignore[method-assign]
+    rawsql.Transaction._fetch = counted_fetch  # type: ignore[method-assign]
+    rawsql.Transaction._call = counted_call  # type: ignore[method-assign]
 
 
 def main() -> None:

@@ -182,19 +182,20 @@ def test_a_finish_is_three_statements_and_still_counts_for_its_workflows_breaker
     Counted on the chain's driver; the outbox's lookup of webhooks, which it caches, is left out."""
     from sqlalchemy import update
 
-    from app.chain import driver, state
+    from app import rawsql
+    from app.chain import state
     from app.extensions import db
     from app.models import Workflow
 
     sent: list[str] = []
-    send = driver.Transaction._send
+    send = rawsql.Transaction._send
 
     def counted(self, cursor, rendered, params):  # type: ignore[no-untyped-def]
         if "FROM webhooks" not in rendered.sql:
             sent.append(" ".join(rendered.sql.split()[:2]))
         return send(self, cursor, rendered, params)
 
-    monkeypatch.setattr(driver.Transaction, "_send", counted)
+    monkeypatch.setattr(rawsql.Transaction, "_send", counted)
     for threshold, expected in ((None, 3), (1, 6)):
         schedule = make_schedule(fake_clock.now, task="builtin.fail", interval_seconds=10, max_retries=0)
         db.session.execute(update(Workflow).where(Workflow.id == schedule.workflow_id)

@@ -11,15 +11,15 @@ from flask import Flask
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.chain import driver
+from app import rawsql
 from app.extensions import db
 from app.models import Run, UTCDateTime, Workflow
 
 _WORKFLOWS = Workflow.__table__
-_NAME_OF = driver.Statement(select(_WORKFLOWS.c.name).where(_WORKFLOWS.c.id == bindparam("p_id")))
-_RENAME = driver.Statement(
+_NAME_OF = rawsql.Statement(select(_WORKFLOWS.c.name).where(_WORKFLOWS.c.id == bindparam("p_id")))
+_RENAME = rawsql.Statement(
     update(_WORKFLOWS).where(_WORKFLOWS.c.id == bindparam("p_id")).values(name=bindparam("p_name")))
-_RUN_WITHOUT_SCHEDULE = driver.Statement(insert(Run.__table__).values(
+_RUN_WITHOUT_SCHEDULE = rawsql.Statement(insert(Run.__table__).values(
     id=bindparam("p_id"), schedule_id=bindparam("p_schedule_id"), repeat_number=bindparam("p_repeat"),
     retry_number=bindparam("p_repeat"), scheduled_for=bindparam("p_at", type_=UTCDateTime()),
     status=bindparam("p_status"),
@@ -50,7 +50,7 @@ def test_reads_sent_together_each_get_their_own_rows_and_see_the_writes_before_t
         app: Flask, pipelined: bool) -> None:
     with app.app_context():
         ids = _workflows(3)
-        with driver.transaction(db.engine, pipelined=pipelined) as tx:
+        with rawsql.transaction(db.engine, pipelined=pipelined) as tx:
             tx.execute(_RENAME, {"p_id": ids[0], "p_name": "renamed"})  # no rows: queued when pipelined
             sent = [tx.send(_NAME_OF, {"p_id": workflow_id}) for workflow_id in reversed(ids)]
             nobody = tx.send(_NAME_OF, {"p_id": -1})
@@ -66,7 +66,7 @@ def test_a_queued_statement_that_fails_fails_the_transaction_and_nothing_of_it_i
     with app.app_context():
         ids = _workflows(1)
         ran_after_commit = []
-        with pytest.raises(IntegrityError), driver.transaction(db.engine, pipelined=pipelined) as tx:
+        with pytest.raises(IntegrityError), rawsql.transaction(db.engine, pipelined=pipelined) as tx:
             tx.after_commit.append(lambda: ran_after_commit.append(True))
             tx.execute(_RENAME, {"p_id": ids[0], "p_name": "renamed"})
             tx.execute(_RUN_WITHOUT_SCHEDULE, {
@@ -76,7 +76,7 @@ def test_a_queued_statement_that_fails_fails_the_transaction_and_nothing_of_it_i
         assert _names(ids) == ["w0"]
         assert ran_after_commit == []
         # The connection went back to the pool usable: the next transaction works.
-        with driver.transaction(db.engine, pipelined=pipelined) as tx:
+        with rawsql.transaction(db.engine, pipelined=pipelined) as tx:
             tx.execute(_RENAME, {"p_id": ids[0], "p_name": "after"})
         assert _names(ids) == ["after"]
 
@@ -85,7 +85,7 @@ def test_a_queued_statement_that_fails_fails_the_transaction_and_nothing_of_it_i
 def test_rollback_in_the_block_writes_nothing_sent_before_it(app: Flask, pipelined: bool) -> None:
     with app.app_context():
         ids = _workflows(1)
-        with driver.transaction(db.engine, pipelined=pipelined) as tx:
+        with rawsql.transaction(db.engine, pipelined=pipelined) as tx:
             tx.execute(_RENAME, {"p_id": ids[0], "p_name": "renamed"})
             assert tx.send(_NAME_OF, {"p_id": ids[0]}).first() == ("renamed",)
             tx.rollback()

@@ -8,8 +8,8 @@ from typing import Any
 from flask import g, has_request_context
 from sqlalchemy import JSON, bindparam, insert
 
+from app import rawsql
 from app.auth.models import ScheduleEvent
-from app.chain import driver
 from app.extensions import db
 from app.models import UTCDateTime
 
@@ -25,16 +25,16 @@ def record(schedule_id: str, owner_id: int, action: str, now: datetime,
     ))
 
 
-# For changes a worker makes inside a transaction of its own on the driver (app.chain.driver), not
+# For changes a worker makes inside a transaction of its own on the driver (app.rawsql), not
 # through the ORM session: the same row, actor "system", written in the caller's transaction.
-_SYSTEM_EVENT = driver.Statement(insert(ScheduleEvent.__table__).values(
+_SYSTEM_EVENT = rawsql.Statement(insert(ScheduleEvent.__table__).values(
     schedule_id=bindparam("e_schedule_id"), owner_id=bindparam("e_owner_id"), actor_id=None,
     actor_name="system", action=bindparam("e_action"), at=bindparam("e_at", type_=UTCDateTime()),
     changes=bindparam("e_changes", type_=JSON()),
 ))
 
 
-def record_system(tx: driver.Transaction, schedule_id: str, owner_id: int, action: str, now: datetime,
+def record_system(tx: rawsql.Transaction, schedule_id: str, owner_id: int, action: str, now: datetime,
                   changes: dict[str, Any] | None = None) -> None:
     """Write an event by the system (a policy, not a caller) in the driver transaction `tx`."""
     tx.execute(_SYSTEM_EVENT, {"e_schedule_id": schedule_id, "e_owner_id": owner_id, "e_action": action,

@@ -13,8 +13,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
 
-from app import metrics
-from app.chain import driver
+from app import metrics, rawsql
 from app.extensions import db
 from app.models import Run, RunStatus, RunTrigger, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
 from app.policies import Gap
@@ -26,7 +25,7 @@ _WORKFLOWS = Workflow.__table__
 # A deferred link (waiting for a slot, or for a run that buffers it) looks again this often.
 DEFER_SECONDS = 0.25
 
-_RECORD_GAP = driver.Statement(insert(_RUNS).values(
+_RECORD_GAP = rawsql.Statement(insert(_RUNS).values(
     id=bindparam("p_id"), schedule_id=bindparam("p_schedule_id"), repeat_number=None, retry_number=0,
     scheduled_for=bindparam("p_first", type_=UTCDateTime()), started_at=bindparam("p_now", type_=UTCDateTime()),
     finished_at=bindparam("p_now", type_=UTCDateTime()), status=bindparam("p_status"), error=bindparam("p_error"),
@@ -47,7 +46,7 @@ def gap_text(reason: str, gap: Gap) -> str:
     return f"{reason}: {count} {ticks} not run ({span})"
 
 
-def record_gaps(tx: driver.Transaction, schedule_id: str, gaps: list[tuple[str, Gap]], now: datetime,
+def record_gaps(tx: rawsql.Transaction, schedule_id: str, gaps: list[tuple[str, Gap]], now: datetime,
                 trigger: str = RunTrigger.SCHEDULE.value) -> None:
     """One run row per gap: status missed or skipped, the reason, how many ticks, the first's time."""
     for reason, gap in gaps:
@@ -69,7 +68,7 @@ def _fence(schedule_id: Any, revision: Any, repeat: Any, retry: Any) -> Any:
     )
 
 
-_DEFER = driver.Statement(
+_DEFER = rawsql.Statement(
     update(_SCHEDULES)
     .where(_fence(bindparam("p_id"), bindparam("p_revision"), bindparam("p_repeat"), bindparam("p_retry")))
     .values(current_repeat=bindparam("p_repeat") + 1, updated_at=bindparam("p_now", type_=UTCDateTime()))
@@ -89,7 +88,7 @@ class Deferred:
 def defer_tick(schedule_id: str, revision: int, repeat: int, retry: int, now: datetime, why: str) -> Deferred | None:
     """Fenced: the link's tick moves to a new repeat number (a new link ID) with the same nominal time.
     None when the schedule no longer expects this link."""
-    with driver.transaction(db.engine) as tx:
+    with rawsql.transaction(db.engine) as tx:
         row = tx.first(_DEFER, {"p_id": schedule_id, "p_revision": revision, "p_repeat": repeat,
                                 "p_retry": retry, "p_now": now})
         if row is None:
@@ -98,12 +97,12 @@ def defer_tick(schedule_id: str, revision: int, repeat: int, retry: int, now: da
     return Deferred(repeat + 1, row[0], why)
 
 
-_RUNNING_IN_WORKFLOW = driver.Statement(
+_RUNNING_IN_WORKFLOW = rawsql.Statement(
     select(func.count())
     .select_from(_RUNS.join(_SCHEDULES, _RUNS.c.schedule_id == _SCHEDULES.c.id))
     .where((_SCHEDULES.c.workflow_id == bindparam("p_workflow_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
 )
-_WAITING_BEFORE = driver.Statement(
+_WAITING_BEFORE = rawsql.Statement(
     select(func.count())
     .select_from(_SCHEDULES)
     .where(
@@ -114,12 +113,12 @@ _WAITING_BEFORE = driver.Statement(
         & (_SCHEDULES.c.id != bindparam("p_id"))
     )
 )
-_LOCK_WORKFLOW = driver.Statement(
+_LOCK_WORKFLOW = rawsql.Statement(
     select(_WORKFLOWS.c.id).where(_WORKFLOWS.c.id == bindparam("p_workflow_id")).with_for_update()
 )
 
 
-def workflow_is_full(tx: driver.Transaction, workflow_id: int, limit: int, schedule_id: str,
+def workflow_is_full(tx: rawsql.Transaction, workflow_id: int, limit: int, schedule_id: str,
                      nominal: datetime | None, in_order: bool) -> bool:
     """Whether a run may not start now under the workflow's max_concurrent_runs (count excludes the caller's
     own row, which must not be inserted yet). With `in_order`, due ticks of the workflow's other schedules
@@ -138,19 +137,19 @@ def workflow_is_full(tx: driver.Transaction, workflow_id: int, limit: int, sched
     return (earlier[0] if earlier else 0) >= free
 
 
-_OTHERS_RUNNING = driver.Statement(
+_OTHERS_RUNNING = rawsql.Statement(
     select(_RUNS.c.id)
     .where((_RUNS.c.schedule_id == bindparam("p_schedule_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
     .limit(1)
 )
 
 
-def another_is_running(tx: driver.Transaction, schedule_id: str) -> bool:
+def another_is_running(tx: rawsql.Transaction, schedule_id: str) -> bool:
     """Whether a run of this schedule is going (the caller's own row not inserted yet)."""
     return send_running_check(tx, schedule_id).first() is not None
 
 
-def send_running_check(tx: driver.Transaction, schedule_id: str) -> driver.Pending:
+def send_running_check(tx: rawsql.Transaction, schedule_id: str) -> rawsql.Pending:
     """another_is_running, sent now and read later (a row: yes)."""
     return tx.send(_OTHERS_RUNNING, {"p_schedule_id": schedule_id})
 
@@ -162,7 +161,7 @@ _RUNNING_UNLOCKED = (
     .where((_RUNS.c.schedule_id == bindparam("p_schedule_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
     .with_for_update(skip_locked=True)
 )
-_CANCEL_OTHERS = driver.Statement(
+_CANCEL_OTHERS = rawsql.Statement(
     update(_RUNS)
     .where(_RUNS.c.id.in_(_RUNNING_UNLOCKED) & (_RUNS.c.status == RunStatus.RUNNING.value))
     .values(status=RunStatus.CANCELLED.value, finished_at=bindparam("p_now", type_=UTCDateTime()),
@@ -171,7 +170,7 @@ _CANCEL_OTHERS = driver.Statement(
 )
 
 
-def cancel_others(tx: driver.Transaction, schedule_id: str, by_tick: datetime, now: datetime) -> list[str]:
+def cancel_others(tx: rawsql.Transaction, schedule_id: str, by_tick: datetime, now: datetime) -> list[str]:
     """overlap=cancel_other: every run of the schedule still going is recorded cancelled (its outcome,
     when it comes, changes nothing: finishing is a compare-and-set on `running`). Returns what stop_jobs
     needs to stop them once this commits. Call it before inserting the caller's own run."""

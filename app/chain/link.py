@@ -19,8 +19,8 @@ from redis.client import Pipeline
 from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
-from app import clock, logs
-from app.chain import collisions, driver, outside, state
+from app import clock, logs, rawsql
+from app.chain import collisions, outside, state
 from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import Lease
@@ -212,7 +212,7 @@ def _record_outcome(prepared: Prepared, status: RunStatus, error: str | None) ->
         try:
             return state.finish_run(prepared.claim.run_id, status, error, finished_at, prepared.claim.schedule_id)
         except Exception as exc:
-            if not driver.unavailable(exc, db.engine) or clock.monotonic() + wait >= prepared.deadline:
+            if not rawsql.unavailable(exc, db.engine) or clock.monotonic() + wait >= prepared.deadline:
                 raise
             log.warning("run %s ended %s but its outcome could not be recorded (%s); retrying in %.1fs with its "
                         "lease held", prepared.claim.run_id, status.value, type(exc).__name__, wait)

@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy import bindparam, update
 
-from app.chain import breaker, driver
+from app import rawsql
+from app.chain import breaker
 from app.models import RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime
 from app.notify.outbox import EventType, emit
 
@@ -21,7 +22,7 @@ _STATUS_EVENTS = {
     ScheduleStatus.PAUSED.value: EventType.SCHEDULE_PAUSED,
 }
 _SCHEDULES = ScheduledJob.__table__
-_RECOVERED = driver.Statement(
+_RECOVERED = rawsql.Statement(
     update(_SCHEDULES).where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.health == bindparam("p_late")))
     .values(health=bindparam("p_ok"), late_since=bindparam("p_none", type_=UTCDateTime()))
     .returning(_SCHEDULES.c.id))
@@ -31,7 +32,7 @@ def _iso(instant: datetime | None) -> str | None:
     return None if instant is None else instant.isoformat().replace("+00:00", "Z")
 
 
-def after_run(tx: driver.Transaction, schedule: ScheduledJob, run_id: str, nominal: datetime, trigger: str | None,
+def after_run(tx: rawsql.Transaction, schedule: ScheduledJob, run_id: str, nominal: datetime, trigger: str | None,
               status: RunStatus, error: str | None, now: datetime, has_breaker: bool) -> None:
     """`has_breaker`: the workflow has a circuit breaker (read with the schedule's row by the finish)."""
     event = _RUN_EVENTS.get(status)
@@ -53,7 +54,7 @@ def after_run(tx: driver.Transaction, schedule: ScheduledJob, run_id: str, nomin
             }, now)
 
 
-def status_changed(tx: driver.Transaction, schedule: ScheduledJob, before: str, error: str | None,
+def status_changed(tx: rawsql.Transaction, schedule: ScheduledJob, before: str, error: str | None,
                    now: datetime) -> None:
     event = _STATUS_EVENTS.get(schedule.status) if schedule.status != before else None
     if event is not None:

@@ -32,8 +32,8 @@ from rq.job import Job
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from app import clock, logs, metrics
-from app.chain import breaker, collisions, driver, state
+from app import clock, logs, metrics, rawsql
+from app.chain import breaker, collisions, state
 from app.chain.leases import Lease
 from app.extensions import db, get_queue, get_redis
 from app.models import Backfill, ConcurrencyPolicy, Run, RunStatus, RunTrigger, ScheduledJob, UTCDateTime, Workflow
@@ -60,7 +60,7 @@ _RUNS = Run.__table__
 _SCHEDULES = ScheduledJob.__table__
 _BACKFILLS = Backfill.__table__
 
-_LOAD = driver.Statement(
+_LOAD = rawsql.Statement(
     select(_SCHEDULES.c.name, _SCHEDULES.c.trigger_payload, _SCHEDULES.c.timeout_seconds, _SCHEDULES.c.overlap,
            _SCHEDULES.c.workflow_id, Workflow.task, Workflow.max_concurrent_runs, Workflow.concurrency_policy,
            Workflow.breaker_threshold)
@@ -68,14 +68,14 @@ _LOAD = driver.Statement(
     .where(_SCHEDULES.c.id == bindparam("p_id"))
     .with_for_update(of=_SCHEDULES)
 )
-_INSERT_RUN = driver.Statement(insert(_RUNS).values(
+_INSERT_RUN = rawsql.Statement(insert(_RUNS).values(
     id=bindparam("p_run_id"), schedule_id=bindparam("p_id"), repeat_number=None, retry_number=0,
     scheduled_for=bindparam("p_scheduled_for", type_=UTCDateTime()), started_at=bindparam("p_now", type_=UTCDateTime()),
     finished_at=bindparam("p_finished_at", type_=UTCDateTime()), status=bindparam("p_status"),
     error=bindparam("p_error"), worker=bindparam("p_worker"), trigger=bindparam("p_trigger"),
     reason=bindparam("p_reason"), ticks=bindparam("p_ticks"), backfill_id=bindparam("p_backfill_id"),
 ))
-_BACKFILL_STATUS = driver.Statement(select(_BACKFILLS.c.status).where(_BACKFILLS.c.id == bindparam("p_id")))
+_BACKFILL_STATUS = rawsql.Statement(select(_BACKFILLS.c.status).where(_BACKFILLS.c.id == bindparam("p_id")))
 
 
 def job_id(run_id: str, attempt: int) -> str:
@@ -325,7 +325,7 @@ def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overl
     }
     state.end_session_transaction()
     try:
-        with driver.transaction(db.engine) as tx:
+        with rawsql.transaction(db.engine) as tx:
             row = tx.first(_LOAD, {"p_id": schedule_id})
             if row is None or (backfill_id and _backfill_status(tx, backfill_id) != "running"):
                 tx.rollback()
@@ -359,7 +359,7 @@ def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overl
     return Started(task, name, payload, timeout_seconds, tuple(to_stop))
 
 
-def _record_skipped(tx: driver.Transaction, values: dict[str, Any], reason: str, why: str) -> str:
+def _record_skipped(tx: rawsql.Transaction, values: dict[str, Any], reason: str, why: str) -> str:
     gap = Gap(values["p_scheduled_for"], values["p_scheduled_for"], 1)
     tx.after_commit.append(lambda: metrics.ticks_not_run(RunStatus.SKIPPED.value, reason, 1))
     tx.execute(_INSERT_RUN, {**values, "p_status": RunStatus.SKIPPED.value, "p_finished_at": values["p_now"],
@@ -368,19 +368,19 @@ def _record_skipped(tx: driver.Transaction, values: dict[str, Any], reason: str,
     return RunStatus.SKIPPED.value
 
 
-def _backfill_status(tx: driver.Transaction, backfill_id: str) -> str | None:
+def _backfill_status(tx: rawsql.Transaction, backfill_id: str) -> str | None:
     row = tx.first(_BACKFILL_STATUS, {"p_id": backfill_id})
     return row[0] if row else None
 
 
-_ADVANCE_BACKFILL = driver.Statement(
+_ADVANCE_BACKFILL = rawsql.Statement(
     update(_BACKFILLS)
     .where((_BACKFILLS.c.id == bindparam("p_id")) & (_BACKFILLS.c.status == "running")
            & (_BACKFILLS.c.started == bindparam("p_started")))
     .values(started=bindparam("p_started") + 1)
     .returning(_BACKFILLS.c.schedule_id, _BACKFILLS.c.times, _BACKFILLS.c.total, _BACKFILLS.c.overlap)
 )
-_FINISH_BACKFILL = driver.Statement(
+_FINISH_BACKFILL = rawsql.Statement(
     update(_BACKFILLS)
     .where((_BACKFILLS.c.id == bindparam("p_id")) & (_BACKFILLS.c.status == "running"))
     .values(status="done", finished_at=bindparam("p_now", type_=UTCDateTime()))
@@ -415,7 +415,7 @@ def continue_backfill(backfill_id: str, now: datetime) -> None:
         return
     started = backfill.started
     db.session.rollback()
-    with driver.transaction(db.engine) as tx:
+    with rawsql.transaction(db.engine) as tx:
         row = tx.first(_ADVANCE_BACKFILL, {"p_id": backfill_id, "p_started": started})
         if row is None:
             tx.rollback()
@@ -463,7 +463,7 @@ def resume_backfills(now: datetime) -> list[str]:
     for backfill in backfills:  # allow_all: ends when all its runs ended
         at_once = backfill.overlap == OverlapPolicy.ALLOW_ALL
         if at_once and all(ended.get(backfill_run_id(backfill.id, i)) for i in range(backfill.total)):
-            with driver.transaction(db.engine) as tx:
+            with rawsql.transaction(db.engine) as tx:
                 tx.execute(_FINISH_BACKFILL, {"p_id": backfill.id, "p_now": now})
     for backfill_id in to_continue:
         continue_backfill(backfill_id, now)

@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app import clock, metrics, policies
+from app import clock, metrics, policies, rawsql
 from app.auth import audit
-from app.chain import breaker, collisions, driver, invalid, late, notices, planning
+from app.chain import breaker, collisions, invalid, late, notices, planning
 from app.extensions import db
 from app.models import (
     PAUSE_NOTE_MAX,
@@ -66,7 +66,7 @@ class Wait:
 
 
 # The hot path (claim, finish) runs Core statements, built once, each in its own short transaction on the
-# database driver (app.chain.driver), not through the ORM session: SQLAlchemy's machinery cost more per
+# database driver (app.rawsql), not through the ORM session: SQLAlchemy's machinery cost more per
 # run than the rest of a link.
 _SCHEDULES = ScheduledJob.__table__
 _RUNS = Run.__table__
@@ -94,7 +94,7 @@ def _expects(schedule_id: Any, revision: Any, repeat: Any, retry: Any) -> Any:
 
 # The claim: the compare-and-set UPDATE hands back what the run needs (RETURNING), so a claim is one
 # UPDATE, one INSERT and a commit.
-_CLAIM = driver.Statement(
+_CLAIM = rawsql.Statement(
     update(_SCHEDULES)
     .where(_expects(bindparam("p_id"), bindparam("p_revision"), bindparam("p_repeat"), bindparam("p_retry")))
     .values(
@@ -116,7 +116,7 @@ _CLAIM = driver.Statement(
         select(Workflow.breaker_threshold).where(Workflow.id == _SCHEDULES.c.workflow_id).scalar_subquery(),
     )
 )
-_RECORD_RUN = driver.Statement(insert(_RUNS).values(
+_RECORD_RUN = rawsql.Statement(insert(_RUNS).values(
     id=bindparam("p_run_id"), schedule_id=bindparam("p_id"), repeat_number=bindparam("p_repeat"),
     retry_number=bindparam("p_retry"), scheduled_for=bindparam("p_scheduled_for", type_=UTCDateTime()),
     started_at=bindparam("p_now", type_=UTCDateTime()), status=RunStatus.RUNNING.value,
@@ -143,7 +143,7 @@ def claim_tick(
     }
     # Pipelined (PostgreSQL): the claim and the reads it usually needs go in one round trip, and the run's
     # INSERT with the COMMIT. The reads run after the claim's UPDATE, in its transaction: they see its row.
-    with driver.transaction(db.engine, pipelined=True) as tx:  # commits at the end, rolls back on an exception
+    with rawsql.transaction(db.engine, pipelined=True) as tx:  # commits at the end, rolls back on an exception
         sent = tx.send(_CLAIM, values)
         running = collisions.send_running_check(tx, schedule_id)
         is_late = late.is_late(scheduled_for, retry, now)
@@ -212,13 +212,13 @@ def _trigger_of(retry: int, scheduled_for: datetime, run_through: datetime | Non
     return RunTrigger.SCHEDULE.value
 
 
-_SAVE_BACKLOG = driver.Statement(
+_SAVE_BACKLOG = rawsql.Statement(
     update(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id"))
     .values(run_through=bindparam("p_run_through", type_=UTCDateTime()), backlog=bindparam("p_backlog"))
 )
 
 
-def _load_locked(tx: driver.Transaction, schedule_id: str) -> ScheduledJob | None:
+def _load_locked(tx: rawsql.Transaction, schedule_id: str) -> ScheduledJob | None:
     row = tx.first(_LOAD_SCHEDULE, {"p_id": schedule_id})
     return _locked_of(row)[0] if row is not None else None
 
@@ -236,12 +236,12 @@ def _schedule_of(row: tuple[Any, ...]) -> ScheduledJob:
     return _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True)))
 
 
-def _save_moved_on(tx: driver.Transaction, schedule: ScheduledJob) -> None:
+def _save_moved_on(tx: rawsql.Transaction, schedule: ScheduledJob) -> None:
     values = {f"p_{name}": getattr(schedule, name) for name in _CHAIN_COLUMNS}
     tx.execute(_SAVE_MOVED_ON, {"p_id": schedule.id, **values})
 
 
-def _pass(tx: driver.Transaction, schedule_id: str, nominal: datetime, now: datetime,
+def _pass(tx: rawsql.Transaction, schedule_id: str, nominal: datetime, now: datetime,
           gaps: list[tuple[str, Gap]], outcome: str) -> Passed:
     """Inside a claim that won the fence: record the tick (and any gaps) as not run, move the chain on."""
     schedule = _load_locked(tx, schedule_id)
@@ -261,7 +261,7 @@ def _pass(tx: driver.Transaction, schedule_id: str, nominal: datetime, now: date
     return Passed(schedule, outcome)
 
 
-def _detach(tx: driver.Transaction, schedule_id: str, nominal: datetime, now: datetime) -> ScheduledJob | None:
+def _detach(tx: rawsql.Transaction, schedule_id: str, nominal: datetime, now: datetime) -> ScheduledJob | None:
     """overlap allow_all / cancel_other: the run leaves the chain as it starts; the chain's next tick is
     planned now (a backlog tick, or the next one after now) and its link handed off after the commit."""
     schedule = _load_locked(tx, schedule_id)
@@ -282,7 +282,7 @@ def _detach(tx: driver.Transaction, schedule_id: str, nominal: datetime, now: da
 
 
 # Compare-and-set on the run; hands back what the schedule's update needs.
-_FINISH_RUN = driver.Statement(
+_FINISH_RUN = rawsql.Statement(
     update(_RUNS)
     .where((_RUNS.c.id == bindparam("p_run_id")) & (_RUNS.c.status == RunStatus.RUNNING.value))
     .values(status=bindparam("p_status"), finished_at=bindparam("p_finished_at", type_=UTCDateTime()),
@@ -291,38 +291,38 @@ _FINISH_RUN = driver.Statement(
 )
 # The locked read of a schedule brings its workflow's breaker setting along (the last column): whether a
 # finish's outcome counts for a breaker costs no statement of its own. The row lock is the schedule's alone.
-_LOAD_SCHEDULE = driver.Statement(
+_LOAD_SCHEDULE = rawsql.Statement(
     select(_SCHEDULES, select(Workflow.breaker_threshold).where(Workflow.id == _SCHEDULES.c.workflow_id)
            .scalar_subquery().label("workflow_breaker_threshold"))
     .where(_SCHEDULES.c.id == bindparam("p_id")).with_for_update(of=_SCHEDULES)
 )
 # In a claim, after its UPDATE: the row is already locked by this transaction, and a read sees the update.
-_READ_CLAIMED = driver.Statement(select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")))
+_READ_CLAIMED = rawsql.Statement(select(_SCHEDULES).where(_SCHEDULES.c.id == bindparam("p_id")))
 # What finishing a run may change; written only while the row still names this run as running.
 _CHAIN_COLUMNS = (
     "status", "current_repeat", "current_retry", "next_run_at", "run_count", "error_count", "last_error",
     "running_run_id", "updated_at", "run_through", "backlog",
 )
-_SAVE_CHAIN_STATE = driver.Statement(
+_SAVE_CHAIN_STATE = rawsql.Statement(
     update(_SCHEDULES)
     .where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.running_run_id == bindparam("p_run_id")))
     .values({name: bindparam(f"p_{name}", type_=_SCHEDULES.c[name].type) for name in _CHAIN_COLUMNS})
 )
 # A claim that passes its tick by, or detaches its run: it holds the row (the claim's UPDATE matched it).
-_SAVE_MOVED_ON = driver.Statement(
+_SAVE_MOVED_ON = rawsql.Statement(
     update(_SCHEDULES)
     .where(_SCHEDULES.c.id == bindparam("p_id"))
     .values({name: bindparam(f"p_{name}", type_=_SCHEDULES.c[name].type) for name in _CHAIN_COLUMNS})
 )
 # A run outside the chain ended: only the counters and what on_exhausted may change.
 _OUTSIDE_COLUMNS = ("status", "next_run_at", "run_count", "error_count", "last_error", "updated_at")
-_SAVE_OUTSIDE = driver.Statement(
+_SAVE_OUTSIDE = rawsql.Statement(
     update(_SCHEDULES)
     .where(_SCHEDULES.c.id == bindparam("p_id"))
     .values({name: bindparam(f"p_{name}", type_=_SCHEDULES.c[name].type) for name in _OUTSIDE_COLUMNS})
 )
 # Only when on_exhausted=pause pauses the schedule: off the path of every other finish.
-_SAVE_PAUSE = driver.Statement(
+_SAVE_PAUSE = rawsql.Statement(
     update(_SCHEDULES)
     .where(_SCHEDULES.c.id == bindparam("p_id"))
     .values(pause_note=bindparam("p_pause_note"), paused_at=bindparam("p_paused_at", type_=UTCDateTime()))
@@ -349,7 +349,7 @@ def warm_up() -> None:
         "p_scheduled_for": _ANY_TIME, "p_worker": None, "p_status": RunStatus.SUCCEEDED.value,
         "p_finished_at": _ANY_TIME, "p_error": None, "p_trigger": RunTrigger.SCHEDULE.value,
     })
-    with driver.transaction(db.engine) as tx:
+    with rawsql.transaction(db.engine) as tx:
         try:
             for statement in _HOT_PATH:
                 tx.execute(statement, values)
@@ -383,7 +383,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
     same order as one after another (the run's row, then the schedule's).
     """
     end_session_transaction()
-    with driver.transaction(db.engine, pipelined=True) as tx:  # commits at the end, rolls back on an exception
+    with rawsql.transaction(db.engine, pipelined=True) as tx:  # commits at the end, rolls back on an exception
         sent = tx.send(_FINISH_RUN, {
             "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
         })
@@ -425,7 +425,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
     return schedule
 
 
-def _finish_outside(tx: driver.Transaction, schedule: ScheduledJob, status: RunStatus, error: str | None,
+def _finish_outside(tx: rawsql.Transaction, schedule: ScheduledJob, status: RunStatus, error: str | None,
                     trigger: str, now: datetime) -> ScheduledJob | None:
     """The outcome of a run that does not hold the chain. A manual or backfill run changes nothing of its
     schedule (it does not count against total_repeats). A tick run detached by overlap allow_all or
@@ -454,7 +454,7 @@ def _finish_outside(tx: driver.Transaction, schedule: ScheduledJob, status: RunS
     return schedule if schedule.status != ScheduleStatus.ACTIVE.value else None
 
 
-def _save_pause(tx: driver.Transaction, schedule: ScheduledJob, now: datetime) -> None:
+def _save_pause(tx: rawsql.Transaction, schedule: ScheduledJob, now: datetime) -> None:
     """Pause by on_exhausted: the note and time, and the event saying the system did it (same commit)."""
     tx.execute(_SAVE_PAUSE, {"p_id": schedule.id, "p_pause_note": schedule.pause_note, "p_paused_at": now})
     audit.record_system(tx, schedule.id, schedule.owner_id, "pause", now, {"pause_note": schedule.pause_note})

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, select
 
-from app.chain import driver
+from app import rawsql
 from app.extensions import db
 from app.models import UTCDateTime
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
@@ -40,12 +40,12 @@ SUBSCRIPTIONS_TTL = 2.0
 _cache: dict[int, tuple[float, list[tuple[int, frozenset[str]]]]] = {}
 _lock = threading.Lock()
 
-_WEBHOOKS_OF = driver.Statement(
+_WEBHOOKS_OF = rawsql.Statement(
     select(Webhook.id, Webhook.event_types).where(Webhook.owner_id == bindparam("p_owner_id")))
-_INSERT_EVENT = driver.Statement(insert(Event.__table__).values(
+_INSERT_EVENT = rawsql.Statement(insert(Event.__table__).values(
     id=bindparam("p_id"), owner_id=bindparam("p_owner_id"), type=bindparam("p_type"),
     occurred_at=bindparam("p_at", type_=UTCDateTime()), data=bindparam("p_data", type_=Event.__table__.c.data.type)))
-_INSERT_DELIVERY = driver.Statement(insert(Delivery.__table__).values(
+_INSERT_DELIVERY = rawsql.Statement(insert(Delivery.__table__).values(
     webhook_id=bindparam("p_webhook_id"), owner_id=bindparam("p_owner_id"), event_id=bindparam("p_event_id"),
     status="pending", attempts=0,
     next_attempt_at=bindparam("p_at", type_=UTCDateTime()), created_at=bindparam("p_at", type_=UTCDateTime())))
@@ -82,8 +82,8 @@ def _subscribers(read: Callable[[], list[tuple[Any, ...]]], owner_id: int, event
     return [hook_id for hook_id, types in hooks if event_type in types]
 
 
-def emit(tx: driver.Transaction, owner_id: int | None, event_type: str, data: dict[str, Any], at: datetime) -> None:
-    """In a chain transaction (app.chain.driver)."""
+def emit(tx: rawsql.Transaction, owner_id: int | None, event_type: str, data: dict[str, Any], at: datetime) -> None:
+    """In a chain transaction (app.rawsql)."""
     if owner_id is None:
         return
     hooks = _subscribers(lambda: tx.execute(_WEBHOOKS_OF, {"p_owner_id": owner_id}), owner_id, event_type)
