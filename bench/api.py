@@ -10,7 +10,8 @@ from typing import Any
 
 from bench.stack import Bench, web
 from bench.stats import percentile
-from tests.servers import admin_token, wait_for
+from tests.servers import wait_for
+from tests.tokens import token_for_env
 
 
 class Client:
@@ -77,7 +78,7 @@ def _measure(address: str, requests: int, workflow_id: int, token: str = "") -> 
 
 def recur(bench: Bench, requests: int) -> dict[str, Any]:
     env = bench.recur("api")
-    token = admin_token(env.env)
+    token = token_for_env(env.env)
     process, address = web(env.env, env.directory / "web.log")
     try:
         wait_for(lambda: _ready(address, token) or not process.alive(), 60, interval=0.1, what="gunicorn")

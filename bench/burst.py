@@ -12,14 +12,15 @@ from typing import Any
 from bench.api import Client, _ready
 from bench.stack import Bench, _epoch, web
 from bench.stats import percentile
-from tests.servers import admin_token, wait_for
+from tests.servers import wait_for
+from tests.tokens import token_for_env
 
 CLIENTS = 8  # as many as the Procfile's gunicorn answers at once (2 workers x 4 threads)
 
 
 def recur(bench: Bench, count: int, interval: int, rounds: int, workers: int) -> dict[str, Any]:
     env = bench.recur("burst")
-    token = admin_token(env.env)
+    token = token_for_env(env.env)
     process, address = web(env.env, env.directory / "web.log")
     try:
         wait_for(lambda: _ready(address, token) or not process.alive(), 60, interval=0.1, what="gunicorn")

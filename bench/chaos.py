@@ -45,7 +45,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
 from bench import executions, procfs
-from tests.servers import ROOT, Process, RedisServer, admin_token, free_port, start_web, start_worker, wait_for
+from tests.servers import ROOT, Process, RedisServer, free_port, start_web, start_worker, wait_for
+from tests.tokens import token_for_env
 
 STALL_SECONDS = 10.0
 
@@ -345,7 +346,7 @@ def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seco
     chaos = Chaos(workdir, env, redis, worker_args=("--simple",) if worker_mode == "simple" else (),
                   postgres=postgres)
     try:
-        chaos.token = admin_token(env)
+        chaos.token = token_for_env(env)
         for index in range(2):
             port = free_port()
             chaos.webs.append((port, start_web(env, port, workdir / f"web{index}.log")))

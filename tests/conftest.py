@@ -4,7 +4,6 @@ import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import fakeredis
 import pytest
@@ -15,10 +14,9 @@ from app import clock, create_app, ensure_schema
 from app.extensions import db
 from tests.databases import PostgresDatabases, SqliteDatabases
 from tests.pgcluster import POSTGRES_BIN, PgServer, single_server
-from tests.servers import RedisServer, issue_admin_token, print_logs_if_failed
-
-if TYPE_CHECKING:
-    from tests.test_integration import Stack
+from tests.servers import RedisServer, print_logs_if_failed
+from tests.stack import Stack
+from tests.tokens import authorized_client, token_for_app
 
 
 class FakeClock:
@@ -162,17 +160,7 @@ def real_app(database_url: str, redis_server: RedisServer) -> Iterator[Flask]:
 @pytest.fixture
 def client(app: Flask):  # type: ignore[no-untyped-def]
     """A test client that calls as the first admin (owner 1, which the migrations create)."""
-    return authorized_client(app, admin_token(app))
-
-
-def admin_token(app: Flask) -> str:
-    return issue_admin_token(app, "tests")
-
-
-def authorized_client(app: Flask, token: str):  # type: ignore[no-untyped-def]
-    test_client = app.test_client()
-    test_client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {token}"
-    return test_client
+    return authorized_client(app, token_for_app(app))
 
 
 @pytest.fixture
@@ -194,11 +182,30 @@ def postgres() -> Iterator[PgServer]:
 
 
 @pytest.fixture
+def stack_env() -> dict[str, str]:
+    """Environment variables (settings) the `stack` fixture sets for this process and every process it
+    starts, besides Stack's own; a test module that needs others overrides this fixture."""
+    return {}
+
+
+@pytest.fixture
+def stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisServer, database_url: str,
+          stack_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    """gunicorn (and the workers a test starts) on the session's redis-server, flushed first, and the test's
+    database (tests/stack.py). The processes' logs go in a failure's report."""
+    for name, value in stack_env.items():
+        monkeypatch.setenv(name, value)
+    Redis.from_url(redis_server.url).flushall()
+    stack = Stack(tmp_path, redis_server, database_url)
+    yield stack
+    stack.stop()
+    print_logs_if_failed(request.node, tmp_path.glob("*.log"))
+
+
+@pytest.fixture
 def pg_stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisServer,
              postgres: PgServer) -> Iterator[Stack]:
     """gunicorn (and the workers a test starts) on the session's redis-server and the test's own PostgreSQL."""
-    from tests.test_integration import Stack
-
     Redis.from_url(redis_server.url).flushall()
     stack = Stack(tmp_path, redis_server, postgres.url)
     yield stack

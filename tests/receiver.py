@@ -1,6 +1,7 @@
-"""A real HTTP receiver for webhook tests, on a free loopback port; it can be stopped and started again on
-the same port. It checks nothing itself: tests verify signatures with verify() below, written here from
-the Standard Webhooks specification, independently of app.notify.signing."""
+"""Real HTTP receivers for webhook tests, on free loopback ports: `Receiver` records what it is sent and can
+be stopped and started again on the same port; it checks nothing itself: tests verify signatures with
+verify() below, written here from the Standard Webhooks specification, independently of
+app.notify.signing. `HangingReceiver` never answers and `TricklingReceiver` answers a byte at a time."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ import base64
 import hashlib
 import hmac
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+# Every type of event a webhook can subscribe to.
+ALL_TYPES = ["run.failed", "run.timed_out", "schedule.dead", "schedule.paused", "schedule.done", "schedule.missed",
+             "schedule.recovered", "breaker.opened", "breaker.closed"]
 
 
 class Receiver:
@@ -64,3 +70,55 @@ def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
     expected = base64.b64encode(hmac.new(key, content, hashlib.sha256).digest()).decode()
     given = [part.split(",", 1)[1] for part in headers["webhook-signature"].split(" ") if part.startswith("v1,")]
     return any(hmac.compare_digest(expected, signature) for signature in given)
+
+
+class HangingReceiver:
+    """Accepts connections, reads the request, and never answers (until stopped)."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.port = self.server.getsockname()[1]
+        self.stopped = threading.Event()
+        self.accepted = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._hold, args=(conn,), daemon=True).start()
+
+    def _hold(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(0.5)
+            while not self.stopped.is_set():
+                try:
+                    if conn.recv(65536) == b"":
+                        return
+                except TimeoutError:
+                    continue
+                except OSError:
+                    return
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.server.close()
+
+
+class TricklingReceiver(HangingReceiver):
+    """Answers a byte every half second: a timeout of each read (of a second, say) never fires."""
+
+    def _hold(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            answer = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n" + b"x" * 10
+            for byte in answer:
+                if self.stopped.wait(0.5):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return

@@ -14,8 +14,8 @@ from app.extensions import connect_redis, db, get_queue, get_redis
 from app.models import Backfill, Run
 from app.recovery import reconcile
 from tests.chain_driver import make_schedule
-from tests.conftest import admin_token, authorized_client
 from tests.servers import free_port
+from tests.tokens import authorized_client, token_for_app
 
 HOUR = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -40,7 +40,7 @@ def _backfill(backfill_id: str) -> tuple[str, int]:
 
 
 def test_a_backfill_asked_for_while_redis_is_away_is_refused_and_leaves_nothing(real_app):
-    client = authorized_client(real_app, admin_token(real_app))
+    client = authorized_client(real_app, token_for_app(real_app))
     schedule = make_schedule(datetime.now(UTC), cron="*/10 * * * *")
     reachable = get_redis(real_app)
     real_app.extensions["recur.redis"] = _unreachable()

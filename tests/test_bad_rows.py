@@ -17,8 +17,8 @@ from app.extensions import db, get_queue, get_redis
 from app.models import RunStatus, ScheduleStatus
 from app.recovery import reconcile
 from tests.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids, step
-from tests.conftest import admin_token, authorized_client
 from tests.servers import wait_for
+from tests.tokens import authorized_client, token_for_app
 
 
 def _corrupt(schedule_id: str, **columns: Any) -> None:
@@ -121,7 +121,7 @@ def test_the_background_loop_survives_any_exception(real_app, fake_clock, monkey
 
 def test_health_counts_invalid_schedules(chain_app, fake_clock):
     _bad_rows(fake_clock.now)
-    client = authorized_client(chain_app, admin_token(chain_app))
+    client = authorized_client(chain_app, token_for_app(chain_app))
     assert client.get("/api/v1/health/").get_json()["schedules"]["invalid"] == 0
     reconcile(fake_clock.now)
     counts = client.get("/api/v1/health/").get_json()["schedules"]
@@ -131,7 +131,7 @@ def test_health_counts_invalid_schedules(chain_app, fake_clock):
 def test_a_patch_with_a_timing_that_builds_makes_an_invalid_schedule_active_again(chain_app, fake_clock):
     _, bad = _bad_rows(fake_clock.now)
     reconcile(fake_clock.now)
-    client = authorized_client(chain_app, admin_token(chain_app))
+    client = authorized_client(chain_app, token_for_app(chain_app))
     revision = fresh(bad[0]).revision
 
     # Its reason is visible, and an edit that leaves the timing broken is refused.

@@ -24,8 +24,9 @@ import pytest
 from redis import Redis
 
 from app.background import RECONCILE_LOCK
-from tests.servers import Process, RedisServer, admin_token, free_port, start_web, start_worker, wait_for
-from tests.test_integration import Api
+from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
+from tests.stack import Api, parse_instant
+from tests.tokens import token_for_env
 
 pytestmark = pytest.mark.integration
 
@@ -58,10 +59,6 @@ def cluster_now(redis: Redis) -> datetime:
     return datetime.fromtimestamp(seconds + micros / 1e6, UTC)
 
 
-def _parse(instant: str) -> datetime:
-    return datetime.fromisoformat(instant.replace("Z", "+00:00"))
-
-
 @dataclass
 class Tally:
     expected: int = 0
@@ -75,26 +72,27 @@ def tally(schedule: dict[str, Any], runs: list[dict[str, Any]], created: tuple[d
     """Compare the runs of one interval schedule with its grid of nominal times, up to `until`."""
     out = Tally()
     interval = timedelta(seconds=schedule["interval_seconds"])
-    first = _parse(schedule["next_run_at"])  # as planned at creation: one interval after "now"
+    first = parse_instant(schedule["next_run_at"])  # as planned at creation: one interval after "now"
     slack = timedelta(milliseconds=100)
     if not created[0] - slack <= first - interval <= created[1] + slack:
         out.problems.append(f"first tick {first} planned from a 'now' outside its creation {created}")
     slots = [first + interval * k for k in range(10_000) if first + interval * k <= until]
     out.expected = len(slots)
-    ran = {_parse(r["scheduled_for"]) for r in runs}
+    ran = {parse_instant(r["scheduled_for"]) for r in runs}
     out.lost = sum(1 for slot in slots if slot not in ran)
     ordered = sorted(runs, key=lambda r: (r["repeat_number"], r["retry_number"]))
     for before, after in zip(ordered, ordered[1:], strict=False):
-        gap = _parse(after["scheduled_for"]) - _parse(before["scheduled_for"])
+        gap = parse_instant(after["scheduled_for"]) - parse_instant(before["scheduled_for"])
         if gap != interval:
             out.problems.append(f"ticks n{before['repeat_number']} and n{after['repeat_number']} are {gap} apart")
-    in_window = [r for r in runs if _parse(r["scheduled_for"]) <= until]
+    in_window = [r for r in runs if parse_instant(r["scheduled_for"]) <= until]
     if abs(len(in_window) - len(slots)) > 1:
         out.problems.append(f"{len(in_window)} runs in a window of {len(slots)} ticks")
     for run in runs:
         # Early by the cluster clock: when the task itself began (it reads Redis TIME), or the start recorded.
-        start = min(_parse(run["started_at"]), began.get(_parse(run["scheduled_for"]), _parse(run["started_at"])))
-        lead = (_parse(run["scheduled_for"]) - start).total_seconds()
+        nominal, recorded = parse_instant(run["scheduled_for"]), parse_instant(run["started_at"])
+        start = min(recorded, began.get(nominal, recorded))
+        lead = (nominal - start).total_seconds()
         if lead > 0:
             out.early.append(lead)
     return out
@@ -108,11 +106,11 @@ def skewed(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iter
     env = {"DATABASE_URL": database_url, "REDIS_URL": redis_server.url, "RECUR_RECONCILE_SECONDS": "1",
            "RECUR_LEASE_SECONDS": "3", "RECUR_TASK_MODULES": "tests.jobs", MARK: uuid.uuid4().hex}
     port = free_port()
-    token = admin_token(env)
+    token = token_for_env(env)
     processes: list[Process] = [start_web({**env, **behind}, port, tmp_path / "web.log")]
     api = Api(f"http://127.0.0.1:{port}", token)
     try:
-        wait_for(lambda: _answers(api), 30, what="the web server")
+        wait_for(api.answers, 30, what="the web server")
         # In-process workers (--simple) by default: under libfaketime a forking worker loses work horses,
         # which hang at birth in the library's pthread_cond_init wrapper (its own rwlock, held by another
         # thread of the worker at the fork, is never released in the child). RECUR_SKEW_WORKERS=fork,simple
@@ -147,16 +145,9 @@ def _kill_marked(value: str) -> None:
             pass
 
 
-def _answers(api: Api) -> bool:
-    try:
-        return api.call("GET", "/api/v1/workflows/")[0] == 200
-    except OSError:
-        return False
-
-
 def test_two_workers_four_seconds_apart_lose_no_tick_start_nothing_early_drop_no_link(skewed):
     api, redis, processes = skewed["api"], skewed["redis"], skewed["processes"]
-    duration = float(os.environ.get("RECUR_SKEW_SECONDS", "20"))
+    observed_seconds = float(os.environ.get("RECUR_SKEW_SECONDS", "20"))  # the period the tally covers
     workflow = api.ok("POST", "/api/v1/workflows/", {"name": "stamp", "task": "tests.cluster_stamp"})
     schedules = []
     # No reconcile pass while the schedules are created: a pass between a creation's commit and its
@@ -170,13 +161,13 @@ def test_two_workers_four_seconds_apart_lose_no_tick_start_nothing_early_drop_no
             "trigger_payload": {"key": STAMPS}})
         schedules.append((schedule, (before, cluster_now(redis))))
     redis.delete(RECONCILE_LOCK)
-    time.sleep(duration)
+    time.sleep(observed_seconds)
     until = cluster_now(redis) - timedelta(seconds=1)  # a tick due in the last second may not have started yet
 
     began: dict[str, dict[datetime, datetime]] = {}
     for entry in redis.lrange(STAMPS, 0, -1):
         schedule_id, scheduled_for, at = entry.decode().split()
-        began.setdefault(schedule_id, {})[_parse(scheduled_for)] = datetime.fromtimestamp(float(at), UTC)
+        began.setdefault(schedule_id, {})[parse_instant(scheduled_for)] = datetime.fromtimestamp(float(at), UTC)
     totals = Tally()
     for schedule, created in schedules:
         one = tally(schedule, api.runs(schedule["id"]), created, until, began.get(schedule["id"], {}))

@@ -15,13 +15,15 @@ from typing import Any
 
 import pytest
 
-from tests import test_integration
 from tests.servers import wait_for
-from tests.test_integration import Stack
-
-stack = test_integration.stack  # the fixture: web, workers, redis-server
+from tests.stack import Stack
 
 pytestmark = pytest.mark.integration
+
+# Periods the tests below let pass on purpose, to see what happens over them (not waits for something):
+OUTAGE_SECONDS = 5 * 2 + 0.5  # every worker down for five intervals of the 2 s schedules
+OVERLAP_OBSERVED_SECONDS = 11.0  # a 3 s task on a 1 s schedule: eleven ticks, three or four runs of it
+NO_THIRD_RUN_SECONDS = 2.0  # after the two manual runs of two keys, no third for the repeated key
 
 
 def _t(instant: str | None) -> datetime | None:
@@ -91,7 +93,7 @@ def test_catch_up_after_every_worker_was_down_for_five_intervals(stack: Stack) -
              what="every schedule to run once")
     worker.stop()  # SIGTERM: the worker finishes what it runs and leaves; nothing runs the links now
     last = {policy: max(_t(r["scheduled_for"]) for r in stack.api.runs(i)) for policy, i in ids.items()}
-    time.sleep(10.5)  # five intervals
+    time.sleep(OUTAGE_SECONDS)
     restarted = datetime.now(UTC)
     stack.start_worker()
 
@@ -161,7 +163,7 @@ def test_a_three_second_task_on_a_one_second_schedule(stack: Stack, policy: str)
     workflow = _workflow(stack, "builtin.sleep")
     schedule_id = _schedule(stack, workflow, policy, interval_seconds=1, overlap=policy,
                             trigger_payload={"seconds": 3}, max_retries=0, on_exhausted="continue")
-    time.sleep(11)
+    time.sleep(OVERLAP_OBSERVED_SECONDS)
     stack.api.ok("POST", f"/api/v1/schedules/{schedule_id}/pause/", {"note": "end of the test"})
     runs = _history(stack, schedule_id)
     print(f"overlap={policy}:\n{_timeline(runs)}")
@@ -224,7 +226,7 @@ def test_trigger_twice_with_one_idempotency_key_starts_one_run(stack: Stack) -> 
         return [r for r in stack.api.runs(schedule_id) if r["trigger"] == "manual" and r["status"] == "succeeded"]
 
     wait_for(lambda: len(manual_runs()) == 2, 15, what="two manual runs")
-    time.sleep(2)
+    time.sleep(NO_THIRD_RUN_SECONDS)
     assert sorted(r["id"] for r in manual_runs()) == sorted([first[1]["run_id"], other[1]["run_id"]])
     assert sum(n for (sid, _), n in _executions(log).items() if sid == schedule_id) == 2
     detail = stack.api.ok("GET", f"/api/v1/schedules/{schedule_id}/")

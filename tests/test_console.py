@@ -9,8 +9,8 @@ import pytest
 
 from app import clock
 from app.extensions import db
-from tests.conftest import admin_token
 from tests.test_owners import _owner
+from tests.tokens import token_for_app
 
 HTTPS = "https://localhost"  # the session cookie is Secure: a browser only sends it back over HTTPS or localhost
 
@@ -47,7 +47,7 @@ def _workflow(app, owner_id: int = 1) -> int:  # type: ignore[no-untyped-def]
 
 
 def test_signing_in_sets_a_secure_session_without_the_token(app):
-    token = admin_token(app)
+    token = token_for_app(app)
     browser = _browser(app)
     assert browser.get("/", base_url=HTTPS).headers["Location"].endswith("/schedules")
     assert "/signin" in browser.get("/schedules", base_url=HTTPS).headers["Location"]
@@ -68,7 +68,7 @@ def test_signing_in_sets_a_secure_session_without_the_token(app):
 def test_a_revoked_token_signs_the_console_out(app):
     from app.auth.models import ApiToken
 
-    token = admin_token(app)
+    token = token_for_app(app)
     browser = _signed_in(app, token)
     assert browser.get("/health", base_url=HTTPS).status_code == 200
     stored = db.session.query(ApiToken).order_by(ApiToken.id.desc()).first()
@@ -78,7 +78,7 @@ def test_a_revoked_token_signs_the_console_out(app):
 
 
 def test_an_owner_sees_only_their_own_schedules(app, client):
-    admin = _signed_in(app, admin_token(app))
+    admin = _signed_in(app, token_for_app(app))
     workflow = client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).json["id"]
     theirs = client.post("/api/v1/schedules/", json={"name": "admins-only", "workflow_id": workflow,
                                                      "interval_seconds": 60}).json["id"]
@@ -93,7 +93,7 @@ def test_an_owner_sees_only_their_own_schedules(app, client):
 
 
 def test_the_form_creates_with_the_apis_rules_and_shows_errors_by_field(app):
-    browser = _signed_in(app, admin_token(app))
+    browser = _signed_in(app, token_for_app(app))
     workflow = _workflow(app)
     csrf = _page_csrf(browser, "/schedules/new")
     bad = browser.post("/schedules/new", base_url=HTTPS, data={
@@ -135,7 +135,7 @@ def test_the_form_creates_with_the_apis_rules_and_shows_errors_by_field(app):
 
 
 def test_the_live_preview_answers_as_the_api_does(app):
-    browser = _signed_in(app, admin_token(app))
+    browser = _signed_in(app, token_for_app(app))
     csrf = _page_csrf(browser, "/schedules/new")
     answer = browser.post("/preview", json={"cron": "0 9 * * 1-5", "timezone": "Europe/Berlin", "count": 3},
                           headers={"X-CSRF-Token": csrf}, base_url=HTTPS)
@@ -148,7 +148,7 @@ def test_the_live_preview_answers_as_the_api_does(app):
 
 @pytest.mark.parametrize("path", ["/workflows", "/health", "/schedules/new"])
 def test_every_page_renders(app, client, path):
-    browser = _signed_in(app, admin_token(app))
+    browser = _signed_in(app, token_for_app(app))
     assert browser.get(path, base_url=HTTPS).status_code == 200
 
 
@@ -189,7 +189,7 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
     worker.prepare_execution(Job.fetch(link, connection=get_redis(app)))
     assert reconcile_once(app) is not None  # the reconciler's totals exist
 
-    admin = _signed_in(app, admin_token(app)).get("/health", base_url=HTTPS).get_data(as_text=True)
+    admin = _signed_in(app, token_for_app(app)).get("/health", base_url=HTTPS).get_data(as_text=True)
     assert "db-host-secret-7.internal" in admin and link in admin and "reconcile passes" in admin
     other = _signed_in(app, _owner(app, "other")).get("/health", base_url=HTTPS).get_data(as_text=True)
     for hidden in ("db-host-secret-7.internal", schedule.id, "reconcile passes", "links repaired", "queue depth"):

@@ -9,31 +9,18 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.servers import ROOT, RedisServer
-from tests.test_integration import Stack
+from tests.servers import ROOT, wait_for
 
 pytestmark = pytest.mark.integration
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SHOTS = ROOT / "docs" / "screenshots"
-
-
-@pytest.fixture
-def stack(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iterator[Stack]:
-    from redis import Redis
-
-    Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, database_url)
-    stack.start_worker()
-    yield stack
-    stack.stop()
 
 
 @pytest.fixture
@@ -59,9 +46,18 @@ def _shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
     page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
 
 
+def _history_shows(page, wanted: Callable[[str], bool]) -> bool:  # type: ignore[no-untyped-def]
+    """Whether the schedule's page shows `wanted` in its history; reloads it when not, for the next look."""
+    if wanted(page.locator("#history").inner_text()):
+        return True
+    page.reload()
+    return False
+
+
 def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     from playwright.sync_api import expect
 
+    stack.start_worker()
     base = stack.api.base
     page.goto(base + "/")
     expect(page).to_have_url(base + "/signin?next=/schedules?")
@@ -93,11 +89,9 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     expect(page.locator("#status")).to_have_text("active")
     schedule_url = page.url
 
-    deadline = time.monotonic() + 90  # a cron runs on the minute: the first run is at most a minute away
-    while "succeeded" not in page.locator("#history").inner_text():
-        assert time.monotonic() < deadline, "the schedule did not run within 90 s"
-        time.sleep(2)
-        page.reload()
+    # a cron runs on the minute: the first run is at most a minute away
+    wait_for(lambda: _history_shows(page, lambda history: "succeeded" in history), 90, interval=2,
+             what="the schedule's first run in its history")
     expect(page.locator("svg.chart rect")).not_to_have_count(0)
     _shot(page, "4-schedule-after-its-first-run")
 
@@ -115,11 +109,8 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
 
     page.click("#trigger")  # a manual run, now
     expect(page.locator(".flash")).to_contain_text("Triggered")
-    deadline = time.monotonic() + 30
-    while "manual" not in page.locator("#history").inner_text():
-        assert time.monotonic() < deadline, "the manual run did not show within 30 s"
-        time.sleep(1)
-        page.reload()
+    wait_for(lambda: _history_shows(page, lambda history: "manual" in history), 30, interval=1,
+             what="the manual run in the history")
 
     page.click("#backfill")  # three past minutes: the list first, then the runs
     start = (datetime.now(UTC) - timedelta(minutes=10)).replace(second=0, microsecond=0)
@@ -130,11 +121,8 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     _shot(page, "10-backfill-dry-run")
     page.click("#backfill-confirm")
     expect(page.locator(".flash")).to_contain_text("Backfill of 3 runs started")
-    deadline = time.monotonic() + 30
-    while page.locator("#history").inner_text().count("backfill") < 3:
-        assert time.monotonic() < deadline, "the backfill's runs did not show within 30 s"
-        time.sleep(1)
-        page.reload()
+    wait_for(lambda: _history_shows(page, lambda history: history.count("backfill") >= 3), 30, interval=1,
+             what="the backfill's runs in the history")
     _shot(page, "11-after-trigger-and-backfill")
 
     page.goto(base + "/schedules")

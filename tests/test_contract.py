@@ -27,13 +27,13 @@ import yaml
 from tests.servers import (
     Process,
     RedisServer,
-    admin_token,
     flask_command,
     free_port,
     start_web,
     start_worker,
     wait_for,
 )
+from tests.tokens import token_for_env
 
 
 def test_the_document_is_valid_openapi_and_covers_every_api_route(client):
@@ -100,7 +100,7 @@ def test_a_manual_runs_row_in_the_run_list_is_what_the_document_declares(app, cl
 class Web:
     def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str) -> None:
         self.env = {"DATABASE_URL": database_url, "REDIS_URL": redis.url}
-        self.token = admin_token(self.env)
+        self.token = token_for_env(self.env)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.process: Process = start_web(self.env, self.port, tmp_path / "web.log")

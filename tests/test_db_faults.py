@@ -15,7 +15,7 @@ import pytest
 
 from tests.pgcluster import POSTGRES_BIN, PgServer
 from tests.servers import wait_for
-from tests.test_integration import Stack, _parse
+from tests.stack import Stack, parse_instant
 
 needs_postgres = pytest.mark.skipif(POSTGRES_BIN is None, reason="PostgreSQL's server binaries are not installed")
 
@@ -27,13 +27,13 @@ def test_a_database_that_cannot_give_a_connection_is_a_503_not_a_500(tmp_path: P
 
     from app import create_app, ensure_schema
     from app.extensions import db
-    from tests.servers import issue_admin_token
+    from tests.tokens import token_for_app
 
     app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{tmp_path / 'one.db'}", "REDIS_URL": "redis://x",
                       "SQLALCHEMY_ENGINE_OPTIONS": {"pool_size": 1, "max_overflow": 0, "pool_timeout": 0.2}})
     app.extensions["recur.redis"] = fakeredis.FakeRedis()
     ensure_schema(app)
-    token = issue_admin_token(app, "tests")
+    token = token_for_app(app)
     with app.app_context():
         held = db.engine.connect()  # the pool's only connection
         try:
@@ -55,11 +55,11 @@ def _chains(stack: Stack, count: int) -> list[str]:
 
 
 def _latest_start(stack: Stack, ids: list[str]) -> datetime:
-    return max(_parse(r["started_at"]) for i in ids for r in stack.api.runs(i) if r["started_at"])
+    return max(parse_instant(r["started_at"]) for i in ids for r in stack.api.runs(i) if r["started_at"])
 
 
 def _all_ran_after(stack: Stack, ids: list[str], instant: datetime) -> bool:
-    return all(any(r["status"] == "succeeded" and r["started_at"] and _parse(r["started_at"]) > instant
+    return all(any(r["status"] == "succeeded" and r["started_at"] and parse_instant(r["started_at"]) > instant
                    for r in stack.api.runs(i)) for i in ids)
 
 

@@ -16,11 +16,10 @@ from app import clock
 from app.extensions import db
 from app.notify import delivery, outbox, send
 from app.notify.models import Delivery, DeliveryAttempt
-from tests.conftest import authorized_client
-from tests.receiver import Receiver
+from tests.receiver import Receiver, TricklingReceiver
 from tests.servers import free_port, wait_for
 from tests.test_owners import _owner
-from tests.test_trust_e2e import TricklingReceiver
+from tests.tokens import authorized_client
 
 
 def test_a_trickling_receiver_is_cut_off_at_the_deadline() -> None:

@@ -14,11 +14,8 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from tests import test_integration
 from tests.servers import wait_for
-from tests.test_integration import Stack
-
-stack = test_integration.stack  # the fixture: web, workers, redis-server
+from tests.stack import Stack
 
 pytestmark = pytest.mark.integration
 

@@ -14,11 +14,11 @@ from app.extensions import db
 from app.models import BreakerTransition, Workflow
 from app.notify import delivery, outbox
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
-from tests.conftest import admin_token, authorized_client
 from tests.receiver import Receiver
 from tests.servers import free_port
 from tests.test_console import HTTPS, _signed_in
 from tests.test_owners import _owner
+from tests.tokens import authorized_client, token_for_app
 
 
 def _owner_id(name: str) -> int:
@@ -94,7 +94,7 @@ def test_deleting_an_owner_deletes_everything_of_theirs_but_the_admins_record(ap
 
 
 def test_a_deleted_owners_console_cookie_is_not_someone_elses_session(app):
-    admin = admin_token(app)
+    admin = token_for_app(app)
     contractor_secret = _owner(app, "contractor")
     browser = _signed_in(app, contractor_secret)
     assert browser.get("/schedules", base_url=HTTPS).status_code == 200
@@ -114,7 +114,7 @@ def test_a_deleted_owners_console_cookie_is_not_someone_elses_session(app):
 
 
 def test_a_cookie_captured_before_sign_out_is_refused_after_it(app):
-    browser = _signed_in(app, admin_token(app))
+    browser = _signed_in(app, token_for_app(app))
     assert browser.get("/schedules", base_url=HTTPS).status_code == 200
     captured = browser.get_cookie("recur_console", domain="localhost")
     assert captured is not None

@@ -2,121 +2,26 @@
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.servers import (
-    Process,
-    RedisServer,
-    admin_token,
-    admin_token_from_cli,
-    flask_command,
-    free_port,
-    print_logs_if_failed,
-    start_web,
-    start_worker,
-    wait_for,
-)
+from tests.servers import RedisServer, flask_command, free_port, start_web, wait_for
+from tests.stack import Api, Stack, parse_instant, three_runs_to_done
+from tests.tokens import token_from_cli
 
 pytestmark = pytest.mark.integration
 
 
-class Api:
-    def __init__(self, base: str, token: str) -> None:
-        self.base = base
-        self.token = token
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json",
-                                                  "Authorization": f"Bearer {self.token}"})
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                raw = response.read()
-                return response.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
-
-    def ok(self, method: str, path: str, body: Any = None) -> Any:
-        status, payload = self.call(method, path, body)
-        assert status < 300, (method, path, status, payload)
-        return payload
-
-    def runs(self, schedule_id: str) -> list[dict[str, Any]]:
-        return self.ok("GET", f"/api/v1/schedules/{schedule_id}/runs/?limit=1000")["items"]
-
-
-class Stack:
-    def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str) -> None:
-        self.tmp_path = tmp_path
-        self.env = {
-            "DATABASE_URL": database_url,
-            "REDIS_URL": redis.url,
-            "RECUR_RECONCILE_SECONDS": "1",
-            "RECUR_LEASE_SECONDS": "3",
-        }
-        self.port = free_port()
-        token = admin_token(self.env)
-        self.web = start_web(self.env, self.port, tmp_path / "web.log")
-        self.workers: list[Process] = []
-        self.api = Api(f"http://127.0.0.1:{self.port}", token)
-        wait_for(self._web_ready, 30, what="the web server")
-
-    def _web_ready(self) -> bool:
-        try:
-            return self.api.call("GET", "/api/v1/workflows/")[0] == 200
-        except OSError:
-            return False
-
-    def start_worker(self, *extra: str) -> Process:
-        """A worker.py with `extra` arguments (a mode: --fork, --simple)."""
-        worker = start_worker(self.env, self.tmp_path / f"worker{len(self.workers)}.log", *extra)
-        self.workers.append(worker)
-        return worker
-
-    def wait_workers_ready(self, timeout: float = 60) -> None:
-        """Until every worker started so far listens on its queue: on a loaded machine a worker takes
-        seconds to start, and ticks that come due before any worker listens are (rightly) missed."""
-        for worker in self.workers:
-            wait_for(lambda w=worker: "Listening on" in w.output(), timeout, what="a worker to start")
-
-    def stop(self) -> None:
-        for process in [*self.workers, self.web]:
-            process.stop()
-
-
-@pytest.fixture
-def stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisServer,
-          database_url: str) -> Iterator[Stack]:
-    from redis import Redis
-
-    Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, database_url)
-    yield stack
-    stack.stop()
-    print_logs_if_failed(request.node, tmp_path.glob("*.log"))
-
-
-def _parse(instant: str) -> datetime:
-    return datetime.fromisoformat(instant.replace("Z", "+00:00"))
-
-
 def test_the_first_token_comes_from_the_flask_commands(empty_database_url, redis_server):
     """The README's first steps, as a user runs them: `flask init-db`, then `flask tokens create admin`. The
-    token printed opens the API (every other test issues its token in-process: see admin_token)."""
+    token printed opens the API (every other test issues its token in-process: see tests/tokens.py)."""
     from app import create_app
 
     env = {"DATABASE_URL": empty_database_url, "REDIS_URL": redis_server.url}
-    token = admin_token_from_cli(env)
+    token = token_from_cli(env)
     assert token.startswith("recur_")
     client = create_app(env).test_client()
     assert client.get("/api/v1/workflows/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
@@ -124,26 +29,10 @@ def test_the_first_token_comes_from_the_flask_commands(empty_database_url, redis
     assert client.get("/api/v1/workflows/", headers={"Authorization": f"Bearer {wrong}"}).status_code == 401
 
 
-def three_runs_to_done(stack: Stack) -> list[dict[str, Any]]:
-    """Start a worker, run a three-repeat one-second no-op schedule to done through the API; its runs."""
-    stack.start_worker()
-    stack.wait_workers_ready()
-    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
-    schedule = stack.api.ok("POST", "/api/v1/schedules/", {
-        "name": "three", "workflow_id": workflow["id"], "interval_seconds": 1, "total_repeats": 3,
-    })
-    wait_for(lambda: stack.api.ok("GET", f"/api/v1/schedules/{schedule['id']}/")["status"] == "done", 30,
-             what="the schedule to reach done")
-    runs: list[dict[str, Any]] = stack.api.runs(schedule["id"])
-    assert sorted((r["repeat_number"], r["retry_number"], r["status"]) for r in runs) == [
-        (0, 0, "succeeded"), (1, 0, "succeeded"), (2, 0, "succeeded")]
-    return runs
-
-
 def test_schedule_runs_to_done_through_http(stack):
     runs = three_runs_to_done(stack)
     for run in runs:  # never early
-        assert _parse(run["started_at"]) >= _parse(run["scheduled_for"])
+        assert parse_instant(run["started_at"]) >= parse_instant(run["scheduled_for"])
 
 
 def test_kill_9_worker_then_restart_resumes_every_chain_without_duplicates(stack):
@@ -158,11 +47,11 @@ def test_kill_9_worker_then_restart_resumes_every_chain_without_duplicates(stack
     ]
     wait_for(lambda: all(len(stack.api.runs(i)) >= 2 for i in ids), 30, what="every schedule to run twice")
     worker.kill()
-    killed_at = max(_parse(r["started_at"]) for i in ids for r in stack.api.runs(i))
+    killed_at = max(parse_instant(r["started_at"]) for i in ids for r in stack.api.runs(i))
     stack.start_worker()
 
     def all_ran_again() -> bool:
-        return all(any(_parse(r["started_at"]) > killed_at and r["status"] == "succeeded"
+        return all(any(parse_instant(r["started_at"]) > killed_at and r["status"] == "succeeded"
                        for r in stack.api.runs(i)) for i in ids)
 
     wait_for(all_ran_again, 20, interval=0.2, what="every schedule to run again after the restart")
@@ -205,14 +94,6 @@ def test_sigterm_lets_the_running_link_finish_and_hand_off(stack):
     assert _pending_links(stack.env["REDIS_URL"]) == [f"sched-{schedule_id}-n1-rc0"]
 
 
-def _answers(api: Api) -> bool:
-    """A server started a moment ago may not listen yet: refused is "not yet", not a failure."""
-    try:
-        return api.call("GET", "/api/v1/workflows/")[0] == 200
-    except OSError:
-        return False
-
-
 def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
     second_web_port = free_port()
     second_web = start_web(stack.env, second_web_port, tmp_path / "web2.log")
@@ -222,7 +103,7 @@ def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
             "name": f"r{i}", "workflow_id": workflow["id"], "interval_seconds": 1 + i % 2})["id"] for i in range(20)]
         workers = [stack.start_worker() for _ in range(3)]  # all three recover at once
         other = Api(f"http://127.0.0.1:{second_web_port}", stack.api.token)
-        wait_for(lambda: _answers(other), 30, what="the second web server")
+        wait_for(other.answers, 30, what="the second web server")
         wait_for(lambda: all(len(other.runs(i)) >= 4 for i in ids), 40, interval=0.2,
                  what="every schedule to run four times")
         for schedule_id in ids:
@@ -328,7 +209,7 @@ def test_a_worker_rides_out_redis_going_away_in_the_middle_of_a_link(tmp_path, d
         back = datetime.now(UTC)
 
         def ran_again() -> bool:
-            return any(r["status"] == "succeeded" and _parse(r["started_at"]) > back
+            return any(r["status"] == "succeeded" and parse_instant(r["started_at"]) > back
                        for r in stack.api.runs(schedule_id))
 
         wait_for(ran_again, 30, interval=0.3, what="the chain to run again once Redis is back")

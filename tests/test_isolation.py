@@ -7,20 +7,14 @@ from __future__ import annotations
 import pytest
 
 from tests.servers import start_worker, wait_for
-from tests.test_integration import Stack
+from tests.stack import Stack
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def stack(tmp_path, redis_server, database_url, monkeypatch):  # type: ignore[no-untyped-def]
-    from redis import Redis
-
-    monkeypatch.setenv("RECUR_TASK_MODULES", "tests.jobs")  # the web and the worker know the crashing tasks
-    Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, database_url)
-    yield stack
-    stack.stop()
+def stack_env() -> dict[str, str]:
+    return {"RECUR_TASK_MODULES": "tests.jobs"}  # the web and the worker know the crashing tasks
 
 
 def _schedule(stack: Stack, task: str, payload: dict, **fields: object) -> str:  # type: ignore[type-arg]

@@ -8,14 +8,12 @@ import os
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.servers import RedisServer, wait_for
-from tests.test_integration import Stack
+from tests.servers import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -23,18 +21,10 @@ TOKEN = "metrics-secret-for-the-test"
 
 
 @pytest.fixture
-def stack(tmp_path: Path, redis_server: RedisServer, database_url: str,
-          monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
-    from redis import Redis
-
+def stack_env(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "metrics").mkdir()
-    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "metrics"))  # every process started below
-    monkeypatch.setenv("RECUR_METRICS_TOKEN", TOKEN)
-    monkeypatch.setenv("RECUR_LOG_FORMAT", "json")
-    Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, database_url)
-    yield stack
-    stack.stop()
+    return {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),  # every process the stack starts
+            "RECUR_METRICS_TOKEN": TOKEN, "RECUR_LOG_FORMAT": "json"}
 
 
 def _scrape(base: str, token: str | None = TOKEN) -> tuple[int, str]:

@@ -5,43 +5,25 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import pytest
 
-from tests.receiver import Receiver, verify
-from tests.servers import free_port, print_logs_if_failed, wait_for
-from tests.test_integration import Stack
+from tests.receiver import ALL_TYPES, Receiver, verify
+from tests.servers import free_port, wait_for
+from tests.stack import QUICK_WEBHOOKS, Stack, parse_instant
 
 pytestmark = pytest.mark.integration
 
-ALL_TYPES = ["run.failed", "run.timed_out", "schedule.dead", "schedule.paused", "schedule.done", "schedule.missed",
-             "schedule.recovered", "breaker.opened", "breaker.closed"]
-
-
-def webhook_stack(request, tmp_path, redis_server, database_url, monkeypatch,  # type: ignore[no-untyped-def]
-                  **settings: str) -> Iterator[Stack]:
-    """A Stack whose webhooks may reach loopback receivers, retried and watched quickly; `settings` adds or
-    overrides environment variables. The processes' own logs go in a failure's report."""
-    from redis import Redis
-
-    quick = {"RECUR_WEBHOOK_ALLOW_HOSTS": "127.0.0.1", "RECUR_WEBHOOK_BACKOFF_SECONDS": "0.5",
-             "RECUR_WEBHOOK_BACKOFF_MAX_SECONDS": "2", "RECUR_WATCH_SECONDS": "0.5",
-             "RECUR_WEBHOOK_TIMEOUT_SECONDS": "2"}
-    for name, value in {**quick, **settings}.items():
-        monkeypatch.setenv(name, value)
-    Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, database_url)
-    yield stack
-    stack.stop()
-    print_logs_if_failed(request.node, tmp_path.glob("*.log"))
+# How long a late schedule is watched after its schedule.missed arrived, to see no second one sent: eight
+# watch passes (RECUR_WATCH_SECONDS is 0.5 here), each of which would send another if it were one per check.
+NO_REPEAT_SECONDS = 4.0
 
 
 @pytest.fixture
-def stack(request, tmp_path, redis_server, database_url, monkeypatch):  # type: ignore[no-untyped-def]
-    yield from webhook_stack(request, tmp_path, redis_server, database_url, monkeypatch)
+def stack_env() -> dict[str, str]:
+    return QUICK_WEBHOOKS
 
 
 @pytest.fixture
@@ -50,10 +32,6 @@ def receiver():  # type: ignore[no-untyped-def]
     receiver.start()
     yield receiver
     receiver.stop()
-
-
-def _t(instant: str) -> datetime:
-    return datetime.fromisoformat(instant.replace("Z", "+00:00"))
 
 
 def test_webhook_urls_that_reach_internal_addresses_are_refused(stack: Stack) -> None:
@@ -89,9 +67,18 @@ def test_signed_events_breaker_and_a_receiver_that_was_down(stack: Stack, receiv
     wait_for(lambda: {"run.failed", "schedule.dead", "breaker.opened"} <= set(receiver.types()), 20,
              what="run.failed, schedule.dead and breaker.opened")
 
-    receiver.stop()  # down for 20 s: every event meanwhile waits in the outbox
+    receiver.stop()  # down: every event meanwhile waits in the outbox
     down_at = time.monotonic()
-    time.sleep(20)
+
+    def outage_seen() -> bool:
+        """The breaker's probe failed (its breaker.opened made while the receiver is down) and a delivery
+        was refused: the outbox holds what the receiver missed."""
+        history = api.ok("GET", f"/api/v1/workflows/{flow['id']}/breaker/")["history"]
+        attempts = api.ok("GET", f"/api/v1/webhooks/{hook['id']}/deliveries/?limit=1000")["items"]
+        return (("half_open", "open") in [(h["from"], h["to"]) for h in history]
+                and any(a["status_code"] is None for a in attempts))
+
+    wait_for(outage_seen, 40, interval=0.5, what="a failed probe and a refused delivery while the receiver is down")
     receiver.start()
     wait_for(lambda: receiver.types().count("breaker.opened") >= 2, 30, what="the probe's failure to reopen it")
     api.ok("PATCH", f"/api/v1/workflows/{flow['id']}/", {"task": "builtin.noop"})  # the vendor is fixed
@@ -130,16 +117,18 @@ def test_signed_events_breaker_and_a_receiver_that_was_down(stack: Stack, receiv
     assert ("half_open", "open") in steps  # a failed probe opened it again
     opened = [h for h in state["history"] if h["to"] == "open"]
     halves = [h for h in state["history"] if h["to"] == "half_open"]
-    assert all((_t(half["at"]) - _t(o["at"])).total_seconds() >= 5 for o, half in zip(opened, halves, strict=False))
+    assert all((parse_instant(half["at"]) - parse_instant(o["at"])).total_seconds() >= 5
+               for o, half in zip(opened, halves, strict=False))
 
     # while open, ticks were skipped; each half-open period let exactly one run through
     runs = [r for i in ids for r in api.runs(i)]
     skipped = [r for r in runs if r["reason"] == "breaker"]
     assert skipped
     for half in halves:
-        after = next((h for h in state["history"] if _t(h["at"]) > _t(half["at"])), None)
-        end = _t(after["at"]) if after else datetime.max.replace(tzinfo=_t(half["at"]).tzinfo)
-        started = [r for r in runs if r["reason"] is None and _t(half["at"]) <= _t(r["started_at"]) < end]
+        began = parse_instant(half["at"])
+        after = next((h for h in state["history"] if parse_instant(h["at"]) > began), None)
+        end = parse_instant(after["at"]) if after else datetime.max.replace(tzinfo=began.tzinfo)
+        started = [r for r in runs if r["reason"] is None and began <= parse_instant(r["started_at"]) < end]
         assert len(started) == 1, (half, started)
 
     api.ok("POST", f"/api/v1/workflows/{flow['id']}/breaker/reset/")  # by hand, recorded with who did it
@@ -157,10 +146,10 @@ def test_every_worker_killed_then_schedule_missed_once_and_recovered(stack: Stac
     wait_for(lambda: len([r for r in api.runs(schedule_id) if r["status"] == "succeeded"]) >= 2, 20,
              what="two runs")
     worker.kill()  # SIGKILL: nothing runs the chain now; only the web processes are alive
-    first_missed = _t(api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["next_run_at"])
+    first_missed = parse_instant(api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["next_run_at"])
     wait_for(lambda: "schedule.missed" in receiver.types(), 20, what="schedule.missed")
     arrived = datetime.now(first_missed.tzinfo)
-    time.sleep(4)  # one event, not one per check
+    time.sleep(NO_REPEAT_SECONDS)  # one event, not one per check
     assert receiver.types() == ["schedule.missed"]
     late = api.ok("GET", f"/api/v1/schedules/{schedule_id}/")
     assert late["health"] == "late"

@@ -11,7 +11,7 @@ from app import clock
 from app.auth.models import ApiToken, Owner
 from app.auth.tokens import issue
 from app.extensions import db
-from tests.conftest import authorized_client
+from tests.tokens import authorized_client
 
 
 def _owner(app, name: str, admin: bool = False) -> str:  # type: ignore[no-untyped-def]

@@ -14,7 +14,9 @@ from sqlalchemy import create_engine
 
 from app.config import sqlalchemy_url
 from tests.pgcluster import POSTGRES_BIN, PrimaryStandby
-from tests.servers import RedisServer, admin_token, free_port, start_web, start_worker, wait_for
+from tests.servers import RedisServer, free_port, start_web, start_worker, wait_for
+from tests.stack import Api, parse_instant
+from tests.tokens import token_for_env
 
 needs_postgres = pytest.mark.skipif(POSTGRES_BIN is None, reason="PostgreSQL's server binaries are not installed")
 
@@ -57,7 +59,6 @@ def test_worker_chains_survive_a_postgresql_failover(tmp_path: Path) -> None:
     """Real worker.py processes and the API on the multi-host URL; the primary is SIGKILLed mid-run and the
     standby promoted. Every chain runs again within 30 s of the promotion, every schedule stays active, no
     (schedule, repeat) was claimed twice, no body ran twice, and every process is still running."""
-    from tests.test_integration import Api, _parse
 
     pair = PrimaryStandby()
     redis = RedisServer(tmp_path)
@@ -67,9 +68,9 @@ def test_worker_chains_survive_a_postgresql_failover(tmp_path: Path) -> None:
     port = free_port()
     processes = []
     try:
-        api = Api(f"http://127.0.0.1:{port}", admin_token(env))
+        api = Api(f"http://127.0.0.1:{port}", token_for_env(env))
         processes.append(start_web(env, port, tmp_path / "web.log"))
-        wait_for(lambda: _answers(api), 30, what="the web server")
+        wait_for(api.answers, 30, what="the web server")
         processes += [start_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
         workflow = api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
         ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"s{i}", "workflow_id": workflow["id"],
@@ -79,8 +80,8 @@ def test_worker_chains_survive_a_postgresql_failover(tmp_path: Path) -> None:
         promoted_at = wait_for(lambda: _last_start(api, ids), 30, interval=0.3, what="the API on the new primary")
 
         def all_ran_again() -> bool:
-            return all(any(r["started_at"] and _parse(r["started_at"]) > promoted_at and r["status"] == "succeeded"
-                           for r in api.runs(i)) for i in ids)
+            return all(any(r["started_at"] and parse_instant(r["started_at"]) > promoted_at
+                           and r["status"] == "succeeded" for r in api.runs(i)) for i in ids)
 
         wait_for(all_ran_again, 30, interval=0.5, what="every chain to run again after the promotion")
         print(f"every chain ran again {time.monotonic() - promoted:.1f} s after the promotion")
@@ -111,19 +112,11 @@ def test_worker_chains_survive_a_postgresql_failover(tmp_path: Path) -> None:
         pair.destroy()
 
 
-def _last_start(api: object, ids: list[str]) -> object:
+def _last_start(api: Api, ids: list[str]) -> object:
     """The latest start the API reports once it answers from the new primary (None while it cannot)."""
-    from tests.test_integration import _parse
 
     try:
-        starts = [_parse(r["started_at"]) for i in ids for r in api.runs(i) if r["started_at"]]  # type: ignore[attr-defined]
+        starts = [parse_instant(r["started_at"]) for i in ids for r in api.runs(i) if r["started_at"]]
     except (AssertionError, OSError):
         return None
     return max(starts)
-
-
-def _answers(api: object) -> bool:
-    try:
-        return bool(api.call("GET", "/api/v1/workflows/")[0] == 200)  # type: ignore[attr-defined]
-    except OSError:
-        return False

@@ -13,7 +13,7 @@ from datetime import timedelta
 from app import clock
 from app.auth.models import Owner
 from app.extensions import db
-from tests.conftest import authorized_client
+from tests.tokens import authorized_client
 
 HTTPS = "https://localhost"
 

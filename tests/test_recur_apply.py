@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.recur_cli_runner import recur
-from tests.servers import RedisServer
-from tests.test_integration import Stack
 
 pytestmark = pytest.mark.integration
 
@@ -40,16 +37,6 @@ SCHEDULES = [
     {"key": "sync/paused-later", "workflow": "sync", "name": "Start later", "cron": "*/5 * * * *",
      "start_at": "2999-01-01T00:00:00", "on_exhausted": "pause"},
 ]
-
-
-@pytest.fixture
-def stack(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iterator[Stack]:
-    from redis import Redis
-
-    Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, database_url)
-    yield stack
-    stack.stop()
 
 
 def _write(path: Path, schedules: list[dict]) -> Path:  # type: ignore[type-arg]

@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.recur_cli_runner import recur
-from tests.servers import ROOT, RedisServer, free_port, wait_for
-from tests.test_integration import Stack
+from tests.servers import ROOT, free_port, wait_for
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def stack(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iterator[Stack]:
-    from redis import Redis
-
-    Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, database_url)
-    yield stack
-    stack.stop()
 
 
 def test_the_console_script_is_declared():

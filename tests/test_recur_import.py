@@ -3,27 +3,15 @@ as schedules; printed as an apply file, created with --apply, and the same again
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 import yaml
 from redis import Redis
 
 from tests.recur_cli_runner import recur
-from tests.servers import RedisServer
-from tests.test_integration import Stack
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def stack(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iterator[Stack]:
-    Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, database_url)
-    yield stack
-    stack.stop()
 
 
 # rq-scheduler's cron() asks the crontab package for the next time, which warns about its own future default.

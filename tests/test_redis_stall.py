@@ -21,11 +21,14 @@ from redis.exceptions import RedisError
 from app.extensions import connect_redis
 from bench import procfs
 from tests.servers import RedisServer, Tls, print_logs_if_failed, wait_for
-from tests.test_integration import Stack, _parse
+from tests.stack import Stack, parse_instant
 
 # How long a call may take before the caller hears that Redis does not answer: the README's promise of a
 # quick 503. A correctness bound (without a deadline the call waited for ever, or 15 s), not a speed figure.
 ANSWER_WITHIN_SECONDS = 3.0
+# How long Redis stalls in the lease test: longer than the stack's 3 s lease, so that by Redis's clock every
+# lease lapsed during it.
+LEASE_OUTLIVING_STALL_SECONDS = 5.0
 
 
 @contextmanager
@@ -110,10 +113,10 @@ def test_a_stalled_redis_is_a_prompt_503_and_every_chain_resumes_after_it(
     assert {(s, c) for s, c, _ in answers} == {(503, "redis_unavailable")}
     assert max(t for _, _, t in answers) < ANSWER_WITHIN_SECONDS
     resumed = time.monotonic()
-    latest = max(_parse(r["started_at"]) for i in ids for r in api.runs(i) if r["started_at"])
+    latest = max(parse_instant(r["started_at"]) for i in ids for r in api.runs(i) if r["started_at"])
 
     def all_ran_again() -> bool:
-        return all(any(r["status"] == "succeeded" and r["started_at"] and _parse(r["started_at"]) > latest
+        return all(any(r["status"] == "succeeded" and r["started_at"] and parse_instant(r["started_at"]) > latest
                        for r in api.runs(i)) for i in ids)
 
     wait_for(all_ran_again, 15, interval=0.3, what="every chain to run again after the stall")
@@ -159,7 +162,7 @@ def test_a_run_whose_lease_lapsed_only_because_redis_stalled_is_not_written_off(
         os.kill(pid, signal.SIGSTOP)
     try:
         with stalled(server):
-            time.sleep(5)  # longer than the 3 s lease
+            time.sleep(LEASE_OUTLIVING_STALL_SECONDS)
         app = create_app({"DATABASE_URL": stack.env["DATABASE_URL"], "REDIS_URL": server.url,
                           "RECUR_LEASE_SECONDS": 3.0})
         report = reconcile_once(app)

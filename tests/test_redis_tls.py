@@ -12,7 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from app.extensions import connect_redis
 from tests.servers import RedisServer, Tls
-from tests.test_integration import Stack, three_runs_to_done
+from tests.stack import Stack, three_runs_to_done
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,8 @@ from sqlalchemy.exc import IntegrityError
 
 from app import create_app
 from app.extensions import db
-from tests.conftest import authorized_client
 from tests.test_owners import _owner
+from tests.tokens import authorized_client
 
 
 def _create(client, workflow_id: int, **fields):  # type: ignore[no-untyped-def]

@@ -132,17 +132,18 @@ def test_worker_chains_survive_a_master_failover(cluster: Cluster, tmp_path: Pat
     promotion every chain runs again (within 30 s), and no (schedule, repeat) body ran twice."""
     from collections import Counter
 
-    from tests.servers import admin_token, start_web, start_worker
-    from tests.test_integration import Api, _parse
+    from tests.servers import start_web, start_worker
+    from tests.stack import Api, parse_instant
+    from tests.tokens import token_for_env
 
     log = tmp_path / "executions.log"
     env = {"DATABASE_URL": database_url, "REDIS_URL": cluster.url, "RECUR_RECONCILE_SECONDS": "1",
            "RECUR_LEASE_SECONDS": "3", "RECUR_EXECUTION_LOG": str(log)}
     port = free_port()
-    api = Api(f"http://127.0.0.1:{port}", admin_token(env))
+    api = Api(f"http://127.0.0.1:{port}", token_for_env(env))
     processes = [start_web(env, port, tmp_path / "web.log")]
     try:
-        wait_for(lambda: _answers(api), 30, what="the web server")
+        wait_for(api.answers, 30, what="the web server")
         processes += [start_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
         workflow = api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
         ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"s{i}", "workflow_id": workflow["id"],
@@ -150,11 +151,11 @@ def test_worker_chains_survive_a_master_failover(cluster: Cluster, tmp_path: Pat
         wait_for(lambda: all(len(api.runs(i)) >= 2 for i in ids), 30, interval=0.3, what="every chain to run")
         cluster.kill_master()
         wait_for(lambda: cluster.master_named() == cluster.replica_port, 30, interval=0.2, what="promotion")
-        promoted_at = max(_parse(r["started_at"]) for i in ids for r in api.runs(i) if r["started_at"])
+        promoted_at = max(parse_instant(r["started_at"]) for i in ids for r in api.runs(i) if r["started_at"])
 
         def all_ran_again() -> bool:
-            return all(any(r["started_at"] and _parse(r["started_at"]) > promoted_at and r["status"] == "succeeded"
-                           for r in api.runs(i)) for i in ids)
+            return all(any(r["started_at"] and parse_instant(r["started_at"]) > promoted_at
+                           and r["status"] == "succeeded" for r in api.runs(i)) for i in ids)
 
         wait_for(all_ran_again, 30, interval=0.5, what="every chain to run again after the promotion")
         executions = Counter(tuple(line.split()[:2]) for line in log.read_text().splitlines())
@@ -170,10 +171,3 @@ def test_worker_chains_survive_a_master_failover(cluster: Cluster, tmp_path: Pat
             path = tmp_path / name
             if path.exists():
                 print(f"----- {name}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-30:]))
-
-
-def _answers(api: object) -> bool:
-    try:
-        return bool(api.call("GET", "/api/v1/workflows/")[0] == 200)  # type: ignore[attr-defined]
-    except OSError:
-        return False

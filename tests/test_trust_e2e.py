@@ -5,8 +5,6 @@ one owner's hanging, trickling and unsendable receivers delay no other owner's d
 from __future__ import annotations
 
 import re
-import socket
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -18,20 +16,21 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from app.config import Settings
-from tests.receiver import Receiver
+from app.config import sqlalchemy_url
+from tests.receiver import ALL_TYPES, HangingReceiver, Receiver, TricklingReceiver
 from tests.servers import free_port, wait_for
-from tests.test_integration import Api, Stack
-from tests.test_notify_e2e import ALL_TYPES, webhook_stack
+from tests.stack import QUICK_WEBHOOKS, Api, Stack, parse_instant
 
 pytestmark = pytest.mark.integration
 
+# How long the newcomer's receiver is watched, once its own event came, for anything of the deleted owner's:
+# ten watch passes (RECUR_WATCH_SECONDS is 0.5 here), each of which would send what is still routed.
+WATCHED_SECONDS = 5.0
+
+
 @pytest.fixture
-def stack(request, tmp_path, redis_server, database_url, monkeypatch):  # type: ignore[no-untyped-def]
-    for stack in webhook_stack(request, tmp_path, redis_server, database_url, monkeypatch,
-                               RECUR_WEBHOOK_TIMEOUT_SECONDS="4", RECUR_SECURE_COOKIES="0"):
-        stack.database_url = database_url  # type: ignore[attr-defined]
-        yield stack
+def stack_env() -> dict[str, str]:
+    return {**QUICK_WEBHOOKS, "RECUR_WEBHOOK_TIMEOUT_SECONDS": "4", "RECUR_SECURE_COOKIES": "0"}
 
 
 @pytest.fixture
@@ -117,7 +116,7 @@ def test_a_deleted_owner_leaves_nothing_that_reaches_the_next(stack: Stack, rece
                                                       "interval_seconds": 3600})
     newcomer.ok("POST", f"/api/v1/schedules/{own['id']}/pause/", {"note": "b's own event"})
     wait_for(lambda: "schedule.paused" in receiver.types(), 20, what="the newcomer's own event")
-    time.sleep(5)  # ten watch passes: anything of the contractor's still routed anywhere would be sent now
+    time.sleep(WATCHED_SECONDS)  # anything of the contractor's still routed anywhere would be sent now
 
     events = receiver.events()
     assert [e["data"].get("schedule_id") for e in events] == [own["id"]], events
@@ -144,62 +143,6 @@ def _slowest_read(api: Api, schedule_id: str) -> float:
     return slowest
 
 
-def _t(instant: str) -> datetime:
-    return datetime.fromisoformat(instant.replace("Z", "+00:00"))
-
-
-class HangingReceiver:
-    """Accepts connections, reads the request, and never answers (until stopped)."""
-
-    def __init__(self) -> None:
-        self.server = socket.create_server(("127.0.0.1", 0), backlog=128)
-        self.port = self.server.getsockname()[1]
-        self.stopped = threading.Event()
-        self.accepted = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            threading.Thread(target=self._hold, args=(conn,), daemon=True).start()
-
-    def _hold(self, conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(0.5)
-            while not self.stopped.is_set():
-                try:
-                    if conn.recv(65536) == b"":
-                        return
-                except TimeoutError:
-                    continue
-                except OSError:
-                    return
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.server.close()
-
-
-class TricklingReceiver(HangingReceiver):
-    """Answers a byte every half second: a timeout of each read (of a second, say) never fires."""
-
-    def _hold(self, conn: socket.socket) -> None:
-        with conn:
-            conn.recv(65536)
-            answer = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n" + b"x" * 10
-            for byte in answer:
-                if self.stopped.wait(0.5):
-                    return
-                try:
-                    conn.sendall(bytes([byte]))
-                except OSError:
-                    return
-
-
 def test_one_owners_hanging_receivers_delay_no_other_owner(stack: Stack, receivers: list[Receiver]) -> None:
     admin = stack.api
     stack.start_worker()
@@ -219,8 +162,7 @@ def test_one_owners_hanging_receivers_delay_no_other_owner(stack: Stack, receive
                                                          "event_types": ["schedule.paused"]})["id"]
         x_hooks.append(unsendable)
         # A URL the address guard refuses today but that was stored before it did (an upgrade's rows).
-        engine = create_engine(Settings(DATABASE_URL=stack.database_url).as_flask_config()  # type: ignore[attr-defined]
-                               ["SQLALCHEMY_DATABASE_URI"])
+        engine = create_engine(sqlalchemy_url(stack.database_url))
         with engine.begin() as connection:
             connection.execute(text("UPDATE webhooks SET url = :url WHERE id = :id"),
                                {"url": "http://127.0.0.1:9/caf\u00e9 \n", "id": unsendable})
@@ -259,11 +201,11 @@ def test_one_owners_hanging_receivers_delay_no_other_owner(stack: Stack, receive
         assert "deadline" in errors[x_hooks[50]], errors[x_hooks[50]]  # the trickle was cut off at the deadline
         assert y.ok("GET", f"/api/v1/webhooks/{y_hook['id']}/deliveries/")["items"][0]["status_code"] == 204
         runs = [r for r in stack.api.runs(heartbeat) if r["started_at"] and r["scheduled_for"]]
-        lateness = [(_t(r["started_at"]) - _t(r["scheduled_for"])).total_seconds() for r in runs]
+        lateness = [(parse_instant(r["started_at"]) - parse_instant(r["scheduled_for"])).total_seconds() for r in runs]
         assert len(lateness) >= 20 and max(lateness) < 2.0, lateness  # the chain kept its cadence through it all
         assert y_took < 9
-        before = [late for r, late in zip(runs, lateness, strict=True) if _t(r["scheduled_for"]) < storm_at]
-        during = [late for r, late in zip(runs, lateness, strict=True) if _t(r["scheduled_for"]) >= storm_at]
+        before = [late for r, late in zip(runs, lateness, strict=True) if parse_instant(r["scheduled_for"]) < storm_at]
+        during = [late for r, late in zip(runs, lateness, strict=True) if parse_instant(r["scheduled_for"]) >= storm_at]
         print(f"fairness: Y's event {y_took:.2f} s after its pause; slowest of 20 API reads {quiet_api * 1000:.0f} ms "
               f"before X's storm, {slowest * 1000:.0f} ms during it; heartbeat lateness max "
               f"{max(before, default=0) * 1000:.0f} ms before ({len(before)} runs), "

@@ -13,7 +13,7 @@ NAMES = ("zebra-payroll-of-acme-7f3", "quokka-schedule-name-91c")
 
 
 def test_an_anonymous_scrape_names_no_workflow(app, fake_clock, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.conftest import authorized_client
+    from tests.tokens import authorized_client
 
     monkeypatch.setitem(app.config, "RECUR_METRICS_TOKEN", None)  # the default: /metrics open
     owner = authorized_client(app, _owner(app, "someone"))

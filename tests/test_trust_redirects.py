@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from recur_cli.client import ApiError, Client
-from tests.conftest import admin_token
 from tests.test_console import HTTPS, _browser, _csrf
+from tests.tokens import token_for_app
 
 
 def _sign_in_with_next(app, query: str) -> str:  # type: ignore[no-untyped-def]
     """The Location the real sign-in answers with, for /signin?<query> (query as sent, already encoded)."""
-    token = admin_token(app)
+    token = token_for_app(app)
     browser = _browser(app)
     csrf = _csrf(browser.get(f"/signin?{query}", base_url=HTTPS).data)
     response = browser.post(f"/signin?{query}", data={"token": token, "csrf_token": csrf}, base_url=HTTPS)

@@ -1,0 +1,115 @@
+"""The real-process stack end-to-end tests drive: gunicorn serving the API and the worker.py processes a test
+starts, on a real redis-server and the test's database, reached through `Api` as any HTTP client would.
+The `stack` fixture (tests/conftest.py) makes one per test."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
+from tests.tokens import token_for_env
+
+# Settings that make webhooks reach loopback receivers and be retried and watched quickly, for the stacks of
+# the webhook tests (their `stack_env` fixture).
+QUICK_WEBHOOKS = {"RECUR_WEBHOOK_ALLOW_HOSTS": "127.0.0.1", "RECUR_WEBHOOK_BACKOFF_SECONDS": "0.5",
+                  "RECUR_WEBHOOK_BACKOFF_MAX_SECONDS": "2", "RECUR_WATCH_SECONDS": "0.5",
+                  "RECUR_WEBHOOK_TIMEOUT_SECONDS": "2"}
+
+
+def parse_instant(instant: str) -> datetime:
+    """An instant as the API writes it (ISO 8601, `Z` for UTC)."""
+    return datetime.fromisoformat(instant.replace("Z", "+00:00"))
+
+
+class Api:
+    """The API at `base`, called with `token`, as any HTTP client would."""
+
+    def __init__(self, base: str, token: str) -> None:
+        self.base = base
+        self.token = token
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {self.token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                raw = response.read()
+                return response.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"null")
+
+    def ok(self, method: str, path: str, body: Any = None) -> Any:
+        status, payload = self.call(method, path, body)
+        assert status < 300, (method, path, status, payload)
+        return payload
+
+    def runs(self, schedule_id: str) -> list[dict[str, Any]]:
+        return self.ok("GET", f"/api/v1/schedules/{schedule_id}/runs/?limit=1000")["items"]
+
+    def answers(self) -> bool:
+        """Whether the server answers an authorized request; refused (a server not listening yet) is no."""
+        try:
+            return self.call("GET", "/api/v1/workflows/")[0] == 200
+        except OSError:
+            return False
+
+
+class Stack:
+    """gunicorn on `redis` and `database_url`, with an admin token, and the workers a test starts. `env`
+    is what every process started gets besides this process's environment; a test may add to it before it
+    starts a worker."""
+
+    def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str) -> None:
+        self.tmp_path = tmp_path
+        self.database_url = database_url
+        self.env = {
+            "DATABASE_URL": database_url,
+            "REDIS_URL": redis.url,
+            "RECUR_RECONCILE_SECONDS": "1",
+            "RECUR_LEASE_SECONDS": "3",
+        }
+        self.port = free_port()
+        token = token_for_env(self.env)
+        self.web = start_web(self.env, self.port, tmp_path / "web.log")
+        self.workers: list[Process] = []
+        self.api = Api(f"http://127.0.0.1:{self.port}", token)
+        wait_for(self.api.answers, 30, what="the web server")
+
+    def start_worker(self, *extra: str) -> Process:
+        """A worker.py with `extra` arguments (a mode: --fork, --simple)."""
+        worker = start_worker(self.env, self.tmp_path / f"worker{len(self.workers)}.log", *extra)
+        self.workers.append(worker)
+        return worker
+
+    def wait_workers_ready(self, timeout: float = 60) -> None:
+        """Until every worker started so far listens on its queue: on a loaded machine a worker takes
+        seconds to start, and ticks that come due before any worker listens are (rightly) missed."""
+        for worker in self.workers:
+            wait_for(lambda w=worker: "Listening on" in w.output(), timeout, what="a worker to start")
+
+    def stop(self) -> None:
+        for process in [*self.workers, self.web]:
+            process.stop()
+
+
+def three_runs_to_done(stack: Stack) -> list[dict[str, Any]]:
+    """Start a worker, run a three-repeat one-second no-op schedule to done through the API; its runs."""
+    stack.start_worker()
+    stack.wait_workers_ready()
+    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
+    schedule = stack.api.ok("POST", "/api/v1/schedules/", {
+        "name": "three", "workflow_id": workflow["id"], "interval_seconds": 1, "total_repeats": 3,
+    })
+    wait_for(lambda: stack.api.ok("GET", f"/api/v1/schedules/{schedule['id']}/")["status"] == "done", 30,
+             what="the schedule to reach done")
+    runs: list[dict[str, Any]] = stack.api.runs(schedule["id"])
+    assert sorted((r["repeat_number"], r["retry_number"], r["status"]) for r in runs) == [
+        (0, 0, "succeeded"), (1, 0, "succeeded"), (2, 0, "succeeded")]
+    return runs
