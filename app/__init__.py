@@ -27,15 +27,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     load_task_modules(app.config["RECUR_TASK_MODULES"])
 
     from app import cli, console, metrics
-    from app.api import breaker, contract, errors, owners, tasks, triggers, views, webhooks  # noqa: F401
+    from app.api import document, errors
     from app.auth import cli as auth_cli
-    from app.auth import guard
     from app.notify import models as notify_models  # noqa: F401  (registers the tables)
 
     errors.init_app(app)
-    guard.protect(app, views.api)
-    app.register_blueprint(views.api)
-    app.register_blueprint(contract.docs)  # the contract and its docs are open, like health
+    document.init_app(app)  # the API's blueprint, guarded by app.auth.guard, and its OpenAPI document
     cli.init_app(app)
     auth_cli.init_app(app)
     metrics.init_app(app)

@@ -11,6 +11,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from app.auth import quotas
 from app.extensions import db
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ class ApiError(Exception):
 
 
 def validation_error(errors: dict[str, Any], message: str = "The request body is invalid.") -> ApiError:
-    return ApiError(422, "validation_error", message, _flatten(errors))
+    return ApiError(422, "validation_error", message, field_errors(errors))
 
 
 def not_found(what: str, ident: object) -> ApiError:
@@ -43,14 +44,14 @@ def error_body(status: int, code: str, message: str, errors: dict[str, list[str]
     return response
 
 
-def _flatten(errors: Any, prefix: str = "") -> dict[str, list[str]]:
+def field_errors(errors: Any, prefix: str = "") -> dict[str, list[str]]:
     """marshmallow nests errors for nested fields and lists; the API names each field by a dotted path."""
     flat: dict[str, list[str]] = {}
     if isinstance(errors, dict):
         for key, value in errors.items():
             name = f"{prefix}.{key}" if prefix else str(key)
             if isinstance(value, dict):
-                flat.update(_flatten(value, name))
+                flat.update(field_errors(value, name))
             elif isinstance(value, list):
                 flat[name] = [str(v) for v in value]
             else:
@@ -128,3 +129,9 @@ def _end_transaction() -> None:
         db.session.rollback()
     except Exception:  # the session may be beyond a rollback too; the app context's teardown removes it
         log.warning("could not roll back the session after an unhandled error", exc_info=True)
+
+
+def over_quota(exc: quotas.QuotaExceeded) -> Response:
+    """Every create the API makes (schedules, webhooks, tokens) refuses the same way: 422 naming the quota."""
+    db.session.rollback()
+    return error_body(422, "quota_exceeded", "A quota of this owner is used up; an admin may raise it.", exc.errors)

@@ -3,28 +3,33 @@ importers of `recur` map rq-scheduler jobs and crontab lines to tasks by it)."""
 
 from __future__ import annotations
 
-from flask import Response, jsonify
+from typing import Any
+
+from flask.views import MethodView
 from marshmallow import Schema, fields
 
-from app.api.contract import documented
-from app.api.views import api
+from app.api.blueprint import api
+from app.api.schemas.fields import out
 from app.tasks import get_task, task_names
 
 
 class TaskOut(Schema):
-    name = fields.String(required=True)
-    path = fields.String(required=True, metadata={"description": "module.function of the task's callable"})
+    name = out(fields.String())
+    path = out(fields.Method("_path", metadata={"type": "string",
+                                                "description": "module.function of the task's callable"}))
+
+    def _path(self, task: dict[str, str]) -> str:
+        fn = get_task(task["name"])
+        return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
 
 
 class TaskList(Schema):
-    items = fields.List(fields.Nested(TaskOut), required=True)
+    items = out(fields.List(fields.Nested(TaskOut)))
 
 
-@api.get("/tasks/")
-@documented(summary="List the registered tasks", answer=TaskList)
-def list_tasks() -> Response:
-    items = []
-    for name in task_names():
-        fn = get_task(name)
-        items.append({"name": name, "path": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"})
-    return jsonify({"items": items})
+@api.route("/tasks/", endpoint="tasks")
+class Tasks(MethodView):
+    @api.response(200, TaskList)
+    def get(self) -> dict[str, Any]:
+        """List the registered tasks"""
+        return {"items": [{"name": name} for name in task_names()]}

@@ -4,19 +4,24 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
-from marshmallow import ValidationError
+from marshmallow import Schema, ValidationError
 from werkzeug.datastructures import MultiDict
 
-from app.api.errors import _flatten
-from app.api.schemas import BackfillIn, ScheduleIn, schedule_out
+from app.api.errors import field_errors
+from app.api.schemas.fields import iso
+from app.api.schemas.runs import BackfillIn
+from app.api.schemas.schedules import ScheduleIn, ScheduleOut
+from app.clock import ceil_second
 
 KINDS = ("cron", "every", "interval_seconds", "rrule", "at")
 _TEXT = ("name", "key", "description", "timezone", "start_at", "end_at", "only_between", "anchor_date",
          "on_exhausted")
 _INTEGERS = ("workflow_id", "total_repeats", "max_retries", "timeout_seconds", "jitter_seconds")
-_SCHEMA = ScheduleIn()
+_SCHEDULE_IN = ScheduleIn()
+_SCHEDULE_OUT = ScheduleOut()
 _BACKFILL = BackfillIn()
 
 
@@ -58,28 +63,28 @@ def _integer(text: str, name: str, errors: dict[str, list[str]]) -> Any:
         return text
 
 
-def validated(body: dict[str, Any], partial: bool = False) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """The body loaded by the API's schema, or its errors by field."""
+def loaded(schema: Schema, body: dict[str, Any], partial: bool = False) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The body loaded by one of the API's schemas, or its errors by field, named as the API names them."""
     try:
-        return _SCHEMA.load(body, partial=partial), {}
+        return schema.load(body, partial=partial), {}
     except ValidationError as exc:
-        messages = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
-        return {}, _flatten(messages)
+        return {}, field_errors(exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages})
+
+
+def validated(body: dict[str, Any], partial: bool = False) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """A schedule's body, checked by the API's ScheduleIn."""
+    return loaded(_SCHEDULE_IN, body, partial)
 
 
 def validated_backfill(values: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """A backfill's range, checked by the API's own BackfillIn."""
-    try:
-        return _BACKFILL.load({"start": values["start"].strip(), "end": values["end"].strip()}), {}
-    except ValidationError as exc:
-        messages = exc.messages if isinstance(exc.messages, dict) else {"_schema": exc.messages}
-        return {}, _flatten(messages)
+    return loaded(_BACKFILL, {"start": values["start"].strip(), "end": values["end"].strip()})
 
 
 def changed_fields(body: dict[str, Any], current: Any) -> dict[str, Any]:
     """Of an edit's body, the fields that differ from the schedule as the API shows it (a PATCH sends only
     those, so an edit of the name does not re-plan the timing). Timing kinds count as one field."""
-    shown = schedule_out(current)
+    shown = _SCHEDULE_OUT.dump(current)
     changed = {}
     for name, value in body.items():
         if name in KINDS:
@@ -94,11 +99,6 @@ def changed_fields(body: dict[str, Any], current: Any) -> dict[str, Any]:
 
 
 def _instant(text: str) -> str | None:
-    from datetime import UTC, datetime
-
-    from app.api.schemas import iso
-    from app.clock import ceil_second
-
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -110,7 +110,7 @@ def form_values(schedule: Any | None) -> dict[str, Any]:
     """A form's initial values: a schedule's (edit) or the defaults (new)."""
     if schedule is None:
         return {"kind": "cron", "timezone": "UTC"}
-    shown = schedule_out(schedule)
+    shown = _SCHEDULE_OUT.dump(schedule)
     values: dict[str, Any] = {k: v for k, v in shown.items() if v is not None and not isinstance(v, (list, dict))}
     values["kind"] = next((k for k in KINDS if shown.get(k) is not None), "cron")
     if shown.get("not_on"):

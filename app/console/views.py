@@ -9,25 +9,26 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo
 
-from flask import Blueprint, Response, abort, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, current_app, flash, g, redirect, render_template, request, url_for
 from redis.exceptions import RedisError
 from werkzeug.wrappers import Response as BaseResponse
 
-from app import clock, extra_runs, history, schedules
-from app.api import views as api_views
-from app.api.schemas import iso
+from app import clock, extra_runs, history, queries, schedules, workflows
+from app.api.schemas.fields import iso
+from app.api.schemas.workflows import WorkflowIn
 from app.auth import quotas
 from app.auth.scope import caller
 from app.background import read_stats
 from app.chain import planning
-from app.console import chart, forms, queries, session
+from app.console import chart, forms, session
 from app.extensions import db, get_queue, get_redis
 from app.models import ScheduledJob, ScheduleStatus, Workflow
-from app.tasks import get_task, task_names
+from app.tasks import task_names
 
 console = Blueprint("console", __name__, template_folder="templates", static_folder="static",
                     static_url_path="/console/static")
 PAGE = 25
+STRIP = 20  # runs in each row's strip
 Page = str | BaseResponse | tuple[str, int]
 
 
@@ -121,8 +122,9 @@ def schedule_list() -> Page:
         text=(request.args.get("q") or "").strip() or None,
     )
     page = max(1, request.args.get("page", 1, type=int))
-    rows, total = queries.schedule_page(filters, PAGE, (page - 1) * PAGE)
-    strips = queries.recent_runs([s.id for s in rows])
+    found = queries.schedule_page(filters, PAGE, (page - 1) * PAGE)
+    rows, total = found.items, found.total
+    strips = queries.recent_runs([s.id for s in rows], STRIP)
     names = {w.id: w.name for w in queries.workflows()}
     items = [{"schedule": s, "description": _description(s), "runs": strips.get(s.id, []),
               "workflow": names.get(s.workflow_id, s.workflow_id)} for s in rows]
@@ -140,7 +142,8 @@ def schedule_page(schedule_id: str) -> Page:
     except Exception:
         upcoming = []
     page = max(1, request.args.get("page", 1, type=int))
-    runs, total = queries.run_page(schedule.id, PAGE, (page - 1) * PAGE)
+    found = queries.run_page(schedule, PAGE, (page - 1) * PAGE)
+    runs, total = found.items, found.total
     recent = queries.recent_runs([schedule.id], per_schedule=60)[schedule.id]
     points = [chart.Point(r.scheduled_for, (r.started_at - r.scheduled_for).total_seconds(),
                           (r.finished_at - r.started_at).total_seconds() if r.finished_at else None, r.status)
@@ -298,7 +301,9 @@ def schedule_delete(schedule_id: str) -> Page:
 @session.signed_in
 def preview() -> Response:
     """The live preview of the form: the API's own preview view, answered as it answers (JSON)."""
-    return api_views.preview_schedule()
+    preview_view: Any = current_app.view_functions["api.schedule_preview"]
+    answer: Response = preview_view()
+    return answer
 
 
 def _owned(schedule_id: str) -> ScheduledJob:
@@ -315,15 +320,10 @@ def _owned(schedule_id: str) -> ScheduledJob:
 def workflow_list() -> Page:
     errors: dict[str, list[str]] = {}
     if request.method == "POST":
-        name, task = (request.form.get("name") or "").strip(), (request.form.get("task") or "").strip()
-        if not name or len(name) > 200:
-            errors["name"] = ["give a name (at most 200 characters)"]
-        if get_task(task) is None:
-            errors["task"] = [f"unknown task {task!r}"]
+        data, errors = forms.loaded(WorkflowIn(), {k: (request.form.get(k) or "").strip() for k in ("name", "task")})
         if not errors:
-            db.session.add(Workflow(name=name, task=task, owner_id=caller().id, created_at=clock.utcnow()))
-            db.session.commit()
-            flash(f"Created workflow {name}.")
+            workflows.create(caller().id, data, clock.utcnow())
+            flash(f"Created workflow {data['name']}.")
             return redirect(url_for("console.workflow_list"))
     page = render_template("workflows.html", workflows=queries.workflows(), counts=queries.schedules_per_workflow(),
                            tasks=task_names(), errors=errors, form=request.form)

@@ -1,0 +1,123 @@
+"""A schedule's runs: the list, and the runs outside the chain asked for over HTTP (trigger now, backfill a
+range of nominal times), with the backfills' progress."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, jsonify
+from flask.views import MethodView
+from sqlalchemy import select
+
+from app import clock, extra_runs
+from app.api.blueprint import api
+from app.api.errors import ApiError, not_found, validation_error
+from app.api.schedules import schedule_or_404
+from app.api.schemas.common import PageIn
+from app.api.schemas.fields import iso
+from app.api.schemas.runs import (
+    BackfillIn,
+    BackfillOut,
+    BackfillPage,
+    BackfillPlanOut,
+    IdempotencyIn,
+    RunPage,
+    TriggeredOut,
+    TriggerIn,
+)
+from app.auth.scope import caller
+from app.extensions import db
+from app.models import Backfill, RunTrigger
+from app.queries import Page, is_schedule_id, run_page
+
+_PLAN = BackfillPlanOut()
+
+
+@api.route("/schedules/<schedule_id>/runs/", endpoint="schedule_runs")
+class ScheduleRuns(MethodView):
+    @api.arguments(PageIn, location="query")
+    @api.response(200, RunPage)
+    @api.errors(404)
+    def get(self, query: dict[str, Any], schedule_id: str) -> Page:
+        """A schedule's runs, newest first"""
+        return run_page(schedule_or_404(schedule_id), query["limit"], query["offset"])
+
+
+@api.route("/schedules/<schedule_id>/trigger/", endpoint="schedule_trigger")
+class ScheduleTrigger(MethodView):
+    @api.arguments(TriggerIn, required=False)
+    @api.arguments(IdempotencyIn, location="headers")
+    @api.response(202, TriggeredOut)
+    @api.errors(404, 409)
+    def post(self, body: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> dict[str, Any]:
+        """Start one run now, outside the chain
+
+        scheduled_for is now; trigger `manual`. It does not count against total_repeats, leaves next_run_at
+        alone and works on a paused schedule. The schedule's overlap policy applies unless the body gives one.
+        With an Idempotency-Key header, a retry of the request gets the first answer and starts nothing more.
+        """
+        schedule = schedule_or_404(schedule_id)
+        try:
+            run = extra_runs.trigger(schedule, caller().id, clock.utcnow(), body.get("overlap"), headers.get("key"))
+        except extra_runs.KeyReused as exc:
+            raise ApiError(409, "conflict", "This Idempotency-Key was used for another schedule.",
+                           {"Idempotency-Key": ["was used for another schedule."]}) from exc
+        return {"run_id": run.run_id, "schedule_id": schedule.id, "scheduled_for": run.scheduled_for,
+                "trigger": RunTrigger.MANUAL.value}
+
+
+@api.route("/schedules/<schedule_id>/backfill/", endpoint="schedule_backfill")
+class ScheduleBackfill(MethodView):
+    @api.arguments(BackfillIn)
+    @api.response(202, BackfillOut)
+    @api.alt_response(200, schema=BackfillPlanOut, description="A dry run: the times it would run.", success=True)
+    @api.errors(404, 409)
+    def post(self, data: dict[str, Any], schedule_id: str) -> Backfill | Response:
+        """Run the schedule's nominal times in a range, in order
+
+        Every nominal time of the schedule's timing in [start, end), windows and exclusions applied, each
+        run with its own scheduled_for and trigger `backfill`, one at a time unless `overlap` says otherwise
+        (allow_all runs them side by side). At most 1,000 times; `dry_run` lists them and runs nothing.
+        """
+        schedule = schedule_or_404(schedule_id)
+        try:
+            times = extra_runs.backfill_times(schedule, data["start"], data["end"])
+        except extra_runs.TooMany as exc:
+            raise validation_error({"end": [f"the range holds more than {extra_runs.MAX_BACKFILL_TIMES} nominal "
+                                            "times of this schedule; backfill it in parts."]}) from exc
+        except Exception as exc:
+            raise ApiError(409, "conflict", f"The schedule's timing is invalid: {exc}") from exc
+        if data["dry_run"]:  # the other answer this operation declares, dumped through its schema
+            return jsonify(_PLAN.dump({"dry_run": True, "total": len(times), "times": [iso(t) for t in times]}))
+        if not times:
+            raise validation_error({"start": ["the range holds no nominal time of this schedule."]})
+        return extra_runs.start_backfill(schedule, data["start"], data["end"], times, data.get("overlap"),
+                                         clock.utcnow())
+
+
+@api.route("/schedules/<schedule_id>/backfills/", endpoint="schedule_backfills")
+class ScheduleBackfills(MethodView):
+    @api.response(200, BackfillPage)
+    @api.errors(404)
+    def get(self, schedule_id: str) -> dict[str, list[Backfill]]:
+        """A schedule's backfills, newest first, with their progress"""
+        schedule = schedule_or_404(schedule_id)
+        return {"items": list(db.session.scalars(select(Backfill).where(Backfill.schedule_id == schedule.id)
+                                                 .order_by(Backfill.created_at.desc()).limit(100)))}
+
+
+@api.route("/schedules/<schedule_id>/backfills/<backfill_id>/", endpoint="schedule_backfill_item")
+class ScheduleBackfillItem(MethodView):
+    @api.response(200, BackfillOut)
+    @api.errors(404)
+    def delete(self, schedule_id: str, backfill_id: str) -> Backfill:
+        """Cancel a backfill: no more of its runs start
+
+        The run going on, if any, is left to end; the times not started are not run.
+        """
+        schedule = schedule_or_404(schedule_id)
+        backfill = db.session.get(Backfill, backfill_id) if is_schedule_id(backfill_id) else None  # a UUID too
+        if backfill is None or backfill.schedule_id != schedule.id:
+            raise not_found("backfill", backfill_id)
+        extra_runs.cancel_backfill(backfill, clock.utcnow())
+        return backfill

@@ -1,0 +1,170 @@
+"""/schedules/: a schedule's life over HTTP (create, read, edit, pause, resume, delete) and the preview of a
+timing. The rules are app.schedules' (the console calls the same service); this module maps its refusals
+to statuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask.views import MethodView
+from sqlalchemy import select
+
+from app import clock, history, schedules
+from app.api.blueprint import api
+from app.api.errors import ApiError, not_found
+from app.api.schemas.fields import Joined, iso
+from app.api.schemas.schedules import (
+    BatchDeleteIn,
+    BatchDeleteOut,
+    PauseIn,
+    PreviewIn,
+    PreviewOut,
+    ScheduleDescribeOut,
+    ScheduleDetailOut,
+    ScheduleIn,
+    ScheduleListIn,
+    SchedulePage,
+)
+from app.auth.scope import caller, scoped
+from app.chain import planning
+from app.extensions import db
+from app.models import ScheduledJob
+from app.queries import Page, ScheduleFilter, is_schedule_id, owned_schedule, schedule_page
+
+
+def schedule_or_404(schedule_id: str) -> ScheduledJob:
+    """The caller's schedule; another owner's is as absent as one that never was (404)."""
+    schedule = owned_schedule(schedule_id)
+    if schedule is None:
+        raise not_found("schedule", schedule_id)
+    return schedule
+
+
+def detail(schedule: ScheduledJob, with_history: bool = False) -> Joined:
+    """A schedule joined with what its timing says and its next nominal times (ScheduleDetailOut), and, for a
+    read, what its run history adds up to (ScheduleDescribeOut)."""
+    now = clock.utcnow()
+    try:
+        description = planning.spec_of(schedule).describe()
+        upcoming = [iso(t) for t in schedules.next_runs(schedule, now)]
+    except Exception as exc:  # a row stored before today's checks, or one made invalid: show it, never fail the read
+        description, upcoming = f"invalid timing: {exc}", []
+    if with_history:
+        return Joined(schedule, timing_description=description, next_runs=upcoming, stats=history.stats(schedule),
+                      recent_runs=history.recent(schedule))
+    return Joined(schedule, timing_description=description, next_runs=upcoming)
+
+
+def serviced(call: Any, *args: Any) -> ScheduledJob:
+    """A call of app.schedules, its refusals as the API answers them."""
+    try:
+        schedule: ScheduledJob = call(*args)
+        return schedule
+    except LookupError as exc:
+        db.session.rollback()
+        raise not_found("schedule", args[0]) from exc
+    except schedules.Invalid as exc:
+        db.session.rollback()
+        raise ApiError(422, "validation_error", "The request body is invalid.", exc.errors) from exc
+    except schedules.Conflict as exc:
+        db.session.rollback()
+        raise ApiError(400, "invalid_state", str(exc)) from exc
+    except schedules.DuplicateKey as exc:
+        db.session.rollback()
+        raise ApiError(409, "conflict", str(exc), {"key": [str(exc)]}) from exc
+
+
+@api.route("/schedules/", endpoint="schedules")
+class Schedules(MethodView):
+    @api.arguments(ScheduleListIn, location="query")
+    @api.response(200, SchedulePage)
+    def get(self, query: dict[str, Any]) -> Page:
+        """List schedules"""
+        filters = ScheduleFilter(status=query.get("status"), workflow_id=query.get("workflow_id"),
+                                 key=query.get("key"), owner_id=query.get("owner_id"))
+        return schedule_page(filters, query["limit"], query["offset"])
+
+    @api.arguments(ScheduleIn)
+    @api.response(201, ScheduleDetailOut)
+    @api.errors(409)
+    def post(self, data: dict[str, Any]) -> Joined:
+        """Create a schedule"""
+        return detail(serviced(schedules.create, {**data, "owner_id": caller().id}, clock.utcnow()))
+
+
+@api.route("/schedules/preview/", endpoint="schedule_preview")
+class SchedulePreview(MethodView):
+    @api.arguments(PreviewIn)
+    @api.response(200, PreviewOut)
+    def post(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Describe a timing and list its next nominal times"""
+        count = data.pop("count")
+        try:
+            spec, times = schedules.preview(data, clock.utcnow(), count)
+        except schedules.Invalid as exc:
+            raise ApiError(422, "validation_error", "The request body is invalid.", exc.errors) from exc
+        return {"description": spec.describe(), "timezone": spec.tz.key,
+                "next_runs": [{"utc": iso(t), "local": t.astimezone(spec.tz).isoformat()} for t in times]}
+
+
+@api.route("/schedules/<schedule_id>/", endpoint="schedule")
+class ScheduleItem(MethodView):
+    @api.response(200, ScheduleDescribeOut)
+    @api.errors(404)
+    def get(self, schedule_id: str) -> Joined:
+        """Get a schedule, with what its run history adds up to"""
+        return detail(schedule_or_404(schedule_id), with_history=True)
+
+    @api.arguments(ScheduleIn(partial=True))
+    @api.response(200, ScheduleDetailOut)
+    @api.errors(404, 409)
+    def patch(self, data: dict[str, Any], schedule_id: str) -> Joined:
+        """Edit a schedule (a timing change re-plans it)"""
+        schedule_or_404(schedule_id)
+        return detail(serviced(schedules.update, schedule_id, data, clock.utcnow()))
+
+    @api.response(204)
+    @api.errors(404)
+    def delete(self, schedule_id: str) -> None:
+        """Delete a schedule"""
+        if not schedules.remove([schedule_or_404(schedule_id).id], clock.utcnow()):
+            raise not_found("schedule", schedule_id)
+
+
+@api.route("/schedules/<schedule_id>/pause/", endpoint="schedule_pause")
+class SchedulePause(MethodView):
+    @api.arguments(PauseIn, required=False)
+    @api.response(200, ScheduleDetailOut)
+    @api.errors(404)
+    def post(self, data: dict[str, Any], schedule_id: str) -> Joined:
+        """Pause a schedule, with an optional note
+
+        No body, {} and an empty note all pause without a note.
+        """
+        schedule_id = schedule_or_404(schedule_id).id
+        return detail(serviced(schedules.pause, schedule_id, clock.utcnow(), data.get("note") or None))
+
+
+@api.route("/schedules/<schedule_id>/resume/", endpoint="schedule_resume")
+class ScheduleResume(MethodView):
+    @api.response(200, ScheduleDetailOut)
+    @api.errors(404)
+    def post(self, schedule_id: str) -> Joined:
+        """Resume a schedule"""
+        return detail(serviced(schedules.resume, schedule_or_404(schedule_id).id, clock.utcnow()))
+
+
+@api.route("/schedules/batch-delete/", endpoint="schedule_batch_delete")
+class ScheduleBatchDelete(MethodView):
+    @api.arguments(BatchDeleteIn)
+    @api.response(200, BatchDeleteOut)
+    def post(self, data: dict[str, Any]) -> dict[str, list[str]]:
+        """Delete several schedules
+
+        Another owner's ids are left alone and reported as not found, like ids that never were.
+        """
+        shaped = [i for i in data["schedule_ids"] if is_schedule_id(i)]
+        owned = list(db.session.scalars(scoped(select(ScheduledJob.id), ScheduledJob)
+                                        .where(ScheduledJob.id.in_(shaped))))
+        deleted = schedules.remove(owned, clock.utcnow())
+        return {"deleted": deleted, "not_found": [i for i in data["schedule_ids"] if i not in set(deleted)]}
