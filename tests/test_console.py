@@ -3,38 +3,16 @@ forms going through the API's schema and service."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from app import clock
 from app.extensions import db
-from tests.test_owners import _owner
-from tests.tokens import token_for_app
-
-HTTPS = "https://localhost"  # the session cookie is Secure: a browser only sends it back over HTTPS or localhost
-
-
-def _browser(app):  # type: ignore[no-untyped-def]
-    return app.test_client()
-
-
-def _csrf(page: bytes) -> str:
-    found = re.search(rb'name="csrf_token" value="([^"]+)"', page)
-    assert found is not None
-    return found.group(1).decode()
-
-
-def _signed_in(app, token: str):  # type: ignore[no-untyped-def]
-    browser = _browser(app)
-    csrf = _csrf(browser.get("/signin", base_url=HTTPS).data)
-    response = browser.post("/signin", data={"token": token, "csrf_token": csrf}, base_url=HTTPS)
-    assert response.status_code == 302, response.data
-    return browser
+from tests.console_signin import HTTPS, console_browser, csrf_of, signed_in_browser
+from tests.tokens import new_owner_token, token_for_app
 
 
 def _page_csrf(browser, path: str) -> str:  # type: ignore[no-untyped-def]
-    return _csrf(browser.get(path, base_url=HTTPS).data)
+    return csrf_of(browser.get(path, base_url=HTTPS).data)
 
 
 def _workflow(app, owner_id: int = 1) -> int:  # type: ignore[no-untyped-def]
@@ -48,13 +26,13 @@ def _workflow(app, owner_id: int = 1) -> int:  # type: ignore[no-untyped-def]
 
 def test_signing_in_sets_a_secure_session_without_the_token(app):
     token = token_for_app(app)
-    browser = _browser(app)
+    browser = console_browser(app)
     assert browser.get("/", base_url=HTTPS).headers["Location"].endswith("/schedules")
     assert "/signin" in browser.get("/schedules", base_url=HTTPS).headers["Location"]
     page = browser.get("/signin", base_url=HTTPS)
     assert page.status_code == 200
     assert browser.post("/signin", data={"token": token}, base_url=HTTPS).status_code == 400  # no CSRF token
-    csrf = _csrf(page.data)
+    csrf = csrf_of(page.data)
     wrong = browser.post("/signin", data={"token": "recur_" + "x" * 43, "csrf_token": csrf}, base_url=HTTPS)
     assert wrong.status_code == 401 and b"unknown, revoked or expired" in wrong.data
     right = browser.post("/signin", data={"token": token, "csrf_token": csrf}, base_url=HTTPS)
@@ -69,7 +47,7 @@ def test_a_revoked_token_signs_the_console_out(app):
     from app.auth.models import ApiToken
 
     token = token_for_app(app)
-    browser = _signed_in(app, token)
+    browser = signed_in_browser(app, token)
     assert browser.get("/health", base_url=HTTPS).status_code == 200
     stored = db.session.query(ApiToken).order_by(ApiToken.id.desc()).first()
     stored.revoked_at = clock.utcnow()
@@ -78,11 +56,11 @@ def test_a_revoked_token_signs_the_console_out(app):
 
 
 def test_an_owner_sees_only_their_own_schedules(app, client):
-    admin = _signed_in(app, token_for_app(app))
+    admin = signed_in_browser(app, token_for_app(app))
     workflow = client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).json["id"]
     theirs = client.post("/api/v1/schedules/", json={"name": "admins-only", "workflow_id": workflow,
                                                      "interval_seconds": 60}).json["id"]
-    alice = _signed_in(app, _owner(app, "alice"))
+    alice = signed_in_browser(app, new_owner_token(app, "alice"))
     listing = alice.get("/schedules", base_url=HTTPS)
     assert listing.status_code == 200 and b"admins-only" not in listing.data
     assert alice.get(f"/schedules/{theirs}", base_url=HTTPS).status_code == 404
@@ -93,7 +71,7 @@ def test_an_owner_sees_only_their_own_schedules(app, client):
 
 
 def test_the_form_creates_with_the_apis_rules_and_shows_errors_by_field(app):
-    browser = _signed_in(app, token_for_app(app))
+    browser = signed_in_browser(app, token_for_app(app))
     workflow = _workflow(app)
     csrf = _page_csrf(browser, "/schedules/new")
     bad = browser.post("/schedules/new", base_url=HTTPS, data={
@@ -135,7 +113,7 @@ def test_the_form_creates_with_the_apis_rules_and_shows_errors_by_field(app):
 
 
 def test_the_live_preview_answers_as_the_api_does(app):
-    browser = _signed_in(app, token_for_app(app))
+    browser = signed_in_browser(app, token_for_app(app))
     csrf = _page_csrf(browser, "/schedules/new")
     answer = browser.post("/preview", json={"cron": "0 9 * * 1-5", "timezone": "Europe/Berlin", "count": 3},
                           headers={"X-CSRF-Token": csrf}, base_url=HTTPS)
@@ -148,7 +126,7 @@ def test_the_live_preview_answers_as_the_api_does(app):
 
 @pytest.mark.parametrize("path", ["/workflows", "/health", "/schedules/new"])
 def test_every_page_renders(app, client, path):
-    browser = _signed_in(app, token_for_app(app))
+    browser = signed_in_browser(app, token_for_app(app))
     assert browser.get(path, base_url=HTTPS).status_code == 200
 
 
@@ -189,9 +167,9 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
     worker.prepare_execution(Job.fetch(link, connection=get_redis(app)))
     assert reconcile_once(app) is not None  # the reconciler's totals exist
 
-    admin = _signed_in(app, token_for_app(app)).get("/health", base_url=HTTPS).get_data(as_text=True)
+    admin = signed_in_browser(app, token_for_app(app)).get("/health", base_url=HTTPS).get_data(as_text=True)
     assert "db-host-secret-7.internal" in admin and link in admin and "reconcile passes" in admin
-    other = _signed_in(app, _owner(app, "other")).get("/health", base_url=HTTPS).get_data(as_text=True)
+    other = signed_in_browser(app, new_owner_token(app, "other")).get("/health", base_url=HTTPS).get_data(as_text=True)
     for hidden in ("db-host-secret-7.internal", schedule.id, "reconcile passes", "links repaired", "queue depth"):
         assert hidden not in other
     assert 'id="worker-count">1<' in other

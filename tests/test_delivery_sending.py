@@ -18,8 +18,7 @@ from app.notify import delivery, outbox, send
 from app.notify.models import Delivery, DeliveryAttempt
 from tests.receiver import Receiver, TricklingReceiver
 from tests.servers import free_port, wait_for
-from tests.test_owners import _owner
-from tests.tokens import authorized_client
+from tests.tokens import authorized_client, new_owner_token
 
 
 def test_a_trickling_receiver_is_cut_off_at_the_deadline() -> None:
@@ -111,7 +110,7 @@ def test_an_unsendable_url_is_a_failed_attempt_and_stops_no_other_delivery(app, 
         db.session.execute(text("UPDATE webhooks SET url = :url WHERE id = (SELECT webhook_id FROM deliveries "
                                 "WHERE id = :id)"), {"url": "http://127.0.0.1:9/hooks/caf\u00e9", "id": bad})
         db.session.commit()
-        other = authorized_client(app, _owner(app, "other"))
+        other = authorized_client(app, new_owner_token(app, "other"))
         good = _pending_delivery(app, other, receiver.url)
         delivery.deliver_due(clock.utcnow())
         delivery.wait_idle()
@@ -141,7 +140,7 @@ def test_deliveries_are_shared_fairly_between_owners(app, client):
             assert client.post("/api/v1/webhooks/", json={"url": f"http://127.0.0.1:{hanging_port}/h{i}",
                                                          "event_types": ["schedule.paused"]}).status_code == 201
         _pending_delivery(app, client, f"http://127.0.0.1:{hanging_port}/last")
-        other = authorized_client(app, _owner(app, "other"))
+        other = authorized_client(app, new_owner_token(app, "other"))
         _pending_delivery(app, other, receiver.url)
         started = delivery.deliver_due(clock.utcnow())
         assert started == 3  # two of the first owner's (half of 4 slots) and the other owner's one

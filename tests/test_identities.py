@@ -14,11 +14,10 @@ from app.extensions import db
 from app.models import BreakerTransition, Workflow
 from app.notify import delivery, outbox
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
+from tests.console_signin import HTTPS, signed_in_browser
 from tests.receiver import Receiver
 from tests.servers import free_port
-from tests.test_console import HTTPS, _signed_in
-from tests.test_owners import _owner
-from tests.tokens import authorized_client, token_for_app
+from tests.tokens import authorized_client, new_owner_token, token_for_app
 
 
 def _owner_id(name: str) -> int:
@@ -40,14 +39,14 @@ def _make_everything(client) -> dict[str, int]:  # type: ignore[no-untyped-def]
 
 def test_no_id_of_a_deleted_owner_is_ever_given_to_another(app, client):
     app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
-    contractor = authorized_client(app, _owner(app, "contractor"))
+    contractor = authorized_client(app, new_owner_token(app, "contractor"))
     old = _make_everything(contractor)
     old["owner"] = _owner_id("contractor")
     old_token_ids = set(db.session.scalars(select(ApiToken.id).where(ApiToken.owner_id == old["owner"])))
     db.session.remove()
     assert client.delete(f"/api/v1/owners/{old['owner']}/").status_code == 204
 
-    newcomer = authorized_client(app, _owner(app, "newcomer"))
+    newcomer = authorized_client(app, new_owner_token(app, "newcomer"))
     new = _make_everything(newcomer)
     new["owner"] = _owner_id("newcomer")
     for kind, ident in new.items():
@@ -57,7 +56,7 @@ def test_no_id_of_a_deleted_owner_is_ever_given_to_another(app, client):
 
 def test_deleting_an_owner_deletes_everything_of_theirs_but_the_admins_record(app, client):
     app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
-    contractor = authorized_client(app, _owner(app, "contractor"))
+    contractor = authorized_client(app, new_owner_token(app, "contractor"))
     made = _make_everything(contractor)
     schedule = contractor.post("/api/v1/schedules/", json={"name": "s", "workflow_id": made["workflow"],
                                                            "interval_seconds": 3600})
@@ -82,7 +81,7 @@ def test_deleting_an_owner_deletes_everything_of_theirs_but_the_admins_record(ap
     trail = client.get(f"/api/v1/schedules/{schedule.json['id']}/events/")
     assert trail.status_code == 200, trail.json
     assert [e["action"] for e in reversed(trail.json["items"])] == ["create", "pause", "delete"]
-    stranger = authorized_client(app, _owner(app, "stranger"))
+    stranger = authorized_client(app, new_owner_token(app, "stranger"))
     assert stranger.get(f"/api/v1/schedules/{schedule.json['id']}/events/").status_code == 404
     assert db.session.scalar(select(func.count()).select_from(ScheduleEvent)
                              .where(ScheduleEvent.owner_id == owner_id)) == 3
@@ -90,13 +89,13 @@ def test_deleting_an_owner_deletes_everything_of_theirs_but_the_admins_record(ap
     record = client.get("/api/v1/audit/owners/")
     assert record.status_code == 200, record.json
     assert [(e["action"], e["owner_name"]) for e in record.json["items"]] == [("owner.deleted", "contractor")]
-    assert authorized_client(app, _owner(app, "someone")).get("/api/v1/audit/owners/").status_code == 403
+    assert authorized_client(app, new_owner_token(app, "someone")).get("/api/v1/audit/owners/").status_code == 403
 
 
 def test_a_deleted_owners_console_cookie_is_not_someone_elses_session(app):
     admin = token_for_app(app)
-    contractor_secret = _owner(app, "contractor")
-    browser = _signed_in(app, contractor_secret)
+    contractor_secret = new_owner_token(app, "contractor")
+    browser = signed_in_browser(app, contractor_secret)
     assert browser.get("/schedules", base_url=HTTPS).status_code == 200
     saved = browser.get_cookie("recur_console", domain="localhost")
     assert saved is not None
@@ -114,7 +113,7 @@ def test_a_deleted_owners_console_cookie_is_not_someone_elses_session(app):
 
 
 def test_a_cookie_captured_before_sign_out_is_refused_after_it(app):
-    browser = _signed_in(app, token_for_app(app))
+    browser = signed_in_browser(app, token_for_app(app))
     assert browser.get("/schedules", base_url=HTTPS).status_code == 200
     captured = browser.get_cookie("recur_console", domain="localhost")
     assert captured is not None
@@ -132,8 +131,8 @@ def test_a_cookie_captured_before_sign_out_is_refused_after_it(app):
 
 
 def test_a_session_ends_when_its_token_is_revoked_even_if_the_row_id_comes_back(app):
-    secret = _owner(app, "carol")
-    browser = _signed_in(app, secret)
+    secret = new_owner_token(app, "carol")
+    browser = signed_in_browser(app, secret)
     token = db.session.scalars(select(ApiToken).where(ApiToken.owner_id == _owner_id("carol"))).one()
     token.revoked_at = clock.utcnow()
     db.session.commit()
@@ -153,8 +152,8 @@ def test_a_delivery_goes_only_to_a_webhook_of_its_events_owner_that_subscribes_t
     app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
     receiver = _receiver()
     try:
-        alice = authorized_client(app, _owner(app, "alice"))
-        bob = authorized_client(app, _owner(app, "bob"))
+        alice = authorized_client(app, new_owner_token(app, "alice"))
+        bob = authorized_client(app, new_owner_token(app, "bob"))
         bobs = bob.post("/api/v1/webhooks/", json={"url": receiver.url, "event_types": ["run.failed"]}).json["id"]
         alices = alice.post("/api/v1/webhooks/", json={"url": receiver.url,
                                                       "event_types": ["schedule.paused"]}).json["id"]

@@ -8,19 +8,9 @@ from datetime import timedelta
 import pytest
 
 from app import clock
-from app.auth.models import ApiToken, Owner
-from app.auth.tokens import issue
+from app.auth.models import ApiToken
 from app.extensions import db
-from tests.tokens import authorized_client
-
-
-def _owner(app, name: str, admin: bool = False) -> str:  # type: ignore[no-untyped-def]
-    owner = Owner(name=name, is_admin=admin, created_at=clock.utcnow())
-    db.session.add(owner)
-    db.session.flush()
-    secret = issue(owner, "t", clock.utcnow()).secret
-    db.session.commit()
-    return secret
+from tests.tokens import authorized_client, new_owner_token
 
 
 def _things(client) -> tuple[int, str]:  # type: ignore[no-untyped-def]
@@ -44,7 +34,7 @@ def test_no_valid_token_is_a_401_in_the_error_shape(app, header):
 
 
 def test_revoked_and_expired_tokens_stop_working(app):
-    secret = _owner(app, "carol")
+    secret = new_owner_token(app, "carol")
     client = authorized_client(app, secret)
     assert client.get("/api/v1/me/").json["name"] == "carol"
     token = db.session.query(ApiToken).filter_by(name="t").one()
@@ -59,7 +49,7 @@ def test_revoked_and_expired_tokens_stop_working(app):
 
 
 def test_tokens_are_shown_once_and_stored_only_as_a_digest(app):
-    client = authorized_client(app, _owner(app, "dave"))
+    client = authorized_client(app, new_owner_token(app, "dave"))
     made = client.post("/api/v1/tokens/", json={"name": "laptop"})
     assert made.status_code == 201 and made.json["token"].startswith("recur_") and len(made.json["token"]) >= 49
     listed = client.get("/api/v1/tokens/").json["items"]
@@ -70,7 +60,8 @@ def test_tokens_are_shown_once_and_stored_only_as_a_digest(app):
 
 
 def test_each_owner_sees_only_their_own_and_every_verb_on_anothers_is_a_404(app, client):
-    alice, bob = authorized_client(app, _owner(app, "alice")), authorized_client(app, _owner(app, "bob"))
+    alice = authorized_client(app, new_owner_token(app, "alice"))
+    bob = authorized_client(app, new_owner_token(app, "bob"))
     a_workflow, a_schedule = _things(alice)
     b_workflow, b_schedule = _things(bob)
     assert [s["id"] for s in alice.get("/api/v1/schedules/").json["items"]] == [a_schedule]
@@ -101,7 +92,7 @@ def test_each_owner_sees_only_their_own_and_every_verb_on_anothers_is_a_404(app,
 
 
 def test_owners_are_managed_by_admins_only(app, client):
-    plain = authorized_client(app, _owner(app, "erin"))
+    plain = authorized_client(app, new_owner_token(app, "erin"))
     assert plain.get("/api/v1/owners/").status_code == 403
     assert plain.post("/api/v1/owners/", json={"name": "x"}).status_code == 403
     made = client.post("/api/v1/owners/", json={"name": "frank"})
@@ -116,13 +107,13 @@ def test_owners_are_managed_by_admins_only(app, client):
 def test_health_tells_the_detail_only_to_an_admin(app, client):
     anonymous = app.test_client().get("/api/v1/health/")
     assert anonymous.status_code == 200 and "schedules" not in anonymous.json and "reconciler" not in anonymous.json
-    plain = authorized_client(app, _owner(app, "gina")).get("/api/v1/health/")
+    plain = authorized_client(app, new_owner_token(app, "gina")).get("/api/v1/health/")
     assert "schedules" not in plain.json
     assert "schedules" in client.get("/api/v1/health/").json
 
 
 def test_every_change_to_a_schedule_is_an_event_with_its_actor(app, client):
-    helen = authorized_client(app, _owner(app, "helen"))
+    helen = authorized_client(app, new_owner_token(app, "helen"))
     _, schedule = _things(helen)
     helen.patch(f"/api/v1/schedules/{schedule}/", json={"interval_seconds": 120})
     client.post(f"/api/v1/schedules/{schedule}/pause/")

@@ -8,8 +8,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app import create_app
 from app.extensions import db
-from tests.test_owners import _owner
-from tests.tokens import authorized_client
+from tests.tokens import authorized_client, new_owner_token
 
 
 def _create(client, workflow_id: int, **fields):  # type: ignore[no-untyped-def]
@@ -31,7 +30,7 @@ def test_a_key_is_unique_per_owner_and_filters_the_list(app, client):
     unkeyed = [_create(client, workflow).json for _ in range(2)]  # no key: as many as wanted
     assert [s["key"] for s in unkeyed] == [None, None]
 
-    alice = authorized_client(app, _owner(app, "alice"))
+    alice = authorized_client(app, new_owner_token(app, "alice"))
     hers = _create(alice, _workflow(alice), key="reports/nightly")  # another owner's keys are their own
     assert hers.status_code == 201
     assert [s["id"] for s in alice.get("/api/v1/schedules/?key=reports/nightly").json["items"]] == [hers.json["id"]]

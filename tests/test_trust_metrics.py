@@ -7,16 +7,15 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.chain_driver import runs_of, step
-from tests.test_owners import _owner
 
 NAMES = ("zebra-payroll-of-acme-7f3", "quokka-schedule-name-91c")
 
 
 def test_an_anonymous_scrape_names_no_workflow(app, fake_clock, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.tokens import authorized_client
+    from tests.tokens import authorized_client, new_owner_token
 
     monkeypatch.setitem(app.config, "RECUR_METRICS_TOKEN", None)  # the default: /metrics open
-    owner = authorized_client(app, _owner(app, "someone"))
+    owner = authorized_client(app, new_owner_token(app, "someone"))
     workflow = owner.post("/api/v1/workflows/", json={"name": NAMES[0], "task": "builtin.fail",
                                                       "breaker_threshold": 5}).json
     schedule = owner.post("/api/v1/schedules/", json={"name": NAMES[1], "workflow_id": workflow["id"],

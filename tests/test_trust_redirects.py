@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from recur_cli.client import ApiError, Client
-from tests.test_console import HTTPS, _browser, _csrf
+from tests.console_signin import HTTPS, console_browser, csrf_of
 from tests.tokens import token_for_app
 
 
 def _sign_in_with_next(app, query: str) -> str:  # type: ignore[no-untyped-def]
     """The Location the real sign-in answers with, for /signin?<query> (query as sent, already encoded)."""
     token = token_for_app(app)
-    browser = _browser(app)
-    csrf = _csrf(browser.get(f"/signin?{query}", base_url=HTTPS).data)
+    browser = console_browser(app)
+    csrf = csrf_of(browser.get(f"/signin?{query}", base_url=HTTPS).data)
     response = browser.post(f"/signin?{query}", data={"token": token, "csrf_token": csrf}, base_url=HTTPS)
     assert response.status_code == 302, response.data
     return response.headers["Location"]
@@ -48,7 +48,7 @@ def test_a_next_on_the_site_is_followed(app, query: str, location: str) -> None:
 
 
 def test_the_console_sends_a_signed_out_browser_back_where_it_was(app) -> None:
-    browser = _browser(app)
+    browser = console_browser(app)
     to_signin = browser.get("/schedules?status=paused", base_url=HTTPS).headers["Location"]
     assert to_signin.startswith("/signin?next=")
     assert _sign_in_with_next(app, to_signin.split("?", 1)[1]) == "/schedules?status=paused"

@@ -54,3 +54,19 @@ def authorized_client(app: Any, token: str) -> Any:
     test_client = app.test_client()
     test_client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {token}"
     return test_client
+
+
+def new_owner_token(app: Any, name: str, admin: bool = False) -> str:
+    """The first token of a new owner named `name` (an admin with `admin`), made in `app`'s database; call it
+    inside the app's context."""
+    from app import clock
+    from app.auth.models import Owner
+    from app.auth.tokens import issue
+    from app.extensions import db
+
+    owner = Owner(name=name, is_admin=admin, created_at=clock.utcnow())
+    db.session.add(owner)
+    db.session.flush()
+    secret: str = issue(owner, "t", clock.utcnow()).secret
+    db.session.commit()
+    return secret
