@@ -21,7 +21,7 @@ from rq import Queue
 import app.chain.link  # noqa: F401  (imported once here, not by every work horse)
 from app import create_app, ensure_schema
 from app.background import background_process_main, reconcile_once
-from app.chain import state
+from app.chain import rows
 from app.chain.pool import Limits
 from app.chain.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
 from app.extensions import connect_redis, db
@@ -47,7 +47,7 @@ def main() -> None:
     report = reconcile_once(app)
     log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
     with app.app_context():
-        state.warm_up()  # work horses inherit the rendered statements
+        rows.warm_up()  # work horses inherit the rendered statements
         db.engine.dispose()
 
     helper = multiprocessing.get_context("fork").Process(

@@ -15,7 +15,8 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import select
 
-from app.chain import invalid, outside, planning, state
+from app.chain import invalid, outside, planning
+from app.chain.finish import finish_run
 from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import EPOCH_KEY, holders, pulse
@@ -218,7 +219,7 @@ def _write_off_if_lost(run_id: str, timeout_seconds: int, now: datetime, grace: 
                   "(the task did not stop, or its worker is gone)")
     else:
         status, reason = RunStatus.FAILED, "worker_lost: its worker stopped renewing the lease"
-    schedule = state.finish_run(run_id, status, reason, now)
+    schedule = finish_run(run_id, status, reason, now)
     report.runs_written_off.append(run_id)
     log.warning("recovery: run %s lost its worker or overran its deadline; counted as %s", run_id, status.value)
     if schedule is not None:

@@ -155,7 +155,7 @@ def test_recovery_recreates_lost_link_once_and_overdue_fires_promptly(chain_app,
 
 
 def test_lost_run_is_written_off_and_retried(chain_app, fake_clock):
-    from app.chain import state
+    from app.chain.claim import claim_tick
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     due = next_due(chain_app)
@@ -163,7 +163,7 @@ def test_lost_run_is_written_off_and_retried(chain_app, fake_clock):
     # A worker takes the link off the queue, claims the tick, and is killed before it finishes.
     Mover(get_redis(chain_app), get_queue(chain_app)).move_due(due)
     get_redis(chain_app).delete(get_queue(chain_app).key, Job.key_for(link_id(schedule.id, 0, 0)))
-    claim = state.claim_tick(schedule.id, 0, 0, 0, due, fake_clock.now, "gone-worker")
+    claim = claim_tick(schedule.id, 0, 0, 0, due, fake_clock.now, "gone-worker")
     assert reconcile(fake_clock.now).runs_written_off == []  # within the lease grace: maybe still alive
     fake_clock.advance(seconds=30)
     assert reconcile(fake_clock.now).runs_written_off == [claim.run_id]
@@ -183,7 +183,8 @@ def test_a_finish_is_three_statements_and_still_counts_for_its_workflows_breaker
     from sqlalchemy import update
 
     from app import rawsql
-    from app.chain import state
+    from app.chain.claim import Claim, claim_tick
+    from app.chain.finish import finish_run
     from app.extensions import db
     from app.models import Workflow
 
@@ -201,10 +202,10 @@ def test_a_finish_is_three_statements_and_still_counts_for_its_workflows_breaker
         db.session.execute(update(Workflow).where(Workflow.id == schedule.workflow_id)
                            .values(breaker_threshold=threshold))
         db.session.commit()
-        claim = state.claim_tick(schedule.id, schedule.revision, 0, 0, schedule.next_run_at, fake_clock.now, "w")
-        assert isinstance(claim, state.Claim)
+        claim = claim_tick(schedule.id, schedule.revision, 0, 0, schedule.next_run_at, fake_clock.now, "w")
+        assert isinstance(claim, Claim)
         sent.clear()
-        assert state.finish_run(claim.run_id, RunStatus.FAILED, "boom", fake_clock.now, schedule.id) is not None
+        assert finish_run(claim.run_id, RunStatus.FAILED, "boom", fake_clock.now, schedule.id) is not None
         assert len(sent) == expected, sent
         workflow = db.session.get(Workflow, schedule.workflow_id, populate_existing=True)
         assert workflow.breaker_state == ("open" if threshold else "closed")
@@ -214,16 +215,16 @@ def test_a_finish_is_three_statements_and_still_counts_for_its_workflows_breaker
 def test_warm_up_runs_the_hot_path_and_changes_nothing(chain_app, fake_clock):
     from sqlalchemy import func, select
 
-    from app.chain import state
+    from app.chain import rows
     from app.extensions import db
     from app.models import Run, ScheduledJob
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     before = fresh(schedule.id)
-    state.warm_up()
-    state.warm_up()  # twice: nothing was left behind that the second one would trip on
+    rows.warm_up()
+    rows.warm_up()  # twice: nothing was left behind that the second one would trip on
     # Every statement was rendered (none left for a work horse to render again).
-    assert all(db.engine.dialect.name in statement._rendered for statement in state._HOT_PATH)
+    assert all(db.engine.dialect.name in statement._rendered for statement in rows.HOT_PATH)
     assert db.session.scalar(select(func.count()).select_from(Run)) == 0
     assert db.session.scalar(select(func.count()).select_from(ScheduledJob)) == 1
     after = fresh(schedule.id)
@@ -239,7 +240,7 @@ def test_a_claim_that_fails_half_way_leaves_nothing_written(chain_app, fake_cloc
     import pytest
     from sqlalchemy.exc import IntegrityError
 
-    from app.chain import state
+    from app.chain.claim import claim_tick
     from app.extensions import db
     from app.models import Run
 
@@ -249,13 +250,13 @@ def test_a_claim_that_fails_half_way_leaves_nothing_written(chain_app, fake_cloc
                        started_at=nominal, status=RunStatus.FAILED.value))
     db.session.commit()
     with pytest.raises(IntegrityError):
-        state.claim_tick(schedule.id, 0, 0, 0, nominal, nominal, "w")
+        claim_tick(schedule.id, 0, 0, 0, nominal, nominal, "w")
     after = fresh(schedule.id)
     assert after.running_run_id is None and after.last_run_at is None
     assert [r.status for r in runs_of(schedule.id)] == [RunStatus.FAILED.value]
     db.session.query(Run).delete()
     db.session.commit()
-    assert state.claim_tick(schedule.id, 0, 0, 0, nominal, nominal, "w") is not None
+    assert claim_tick(schedule.id, 0, 0, 0, nominal, nominal, "w") is not None
 
 
 def test_interval_schedules_keep_their_anchors_milliseconds_and_never_start_early(chain_app, fake_clock):

@@ -17,13 +17,13 @@ from rq import SimpleWorker
 
 from app import clock
 from app.background import reconcile_once
-from app.chain import state
+from app.chain.claim import claim_tick
 from app.chain.leases import EPOCH_KEY
 from app.chain.mover import Mover
 from app.extensions import connect_redis, db, get_queue, get_redis
 from tests.chain_driver import fresh, make_schedule, runs_of, scheduled_ids
+from tests.conftest import admin_token, authorized_client
 from tests.servers import free_port
-from tests.tokens import authorized_client, token_for_app
 
 
 def shift_host_clock(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
@@ -85,7 +85,7 @@ def _claim_first_tick(app: Flask, started: datetime) -> str:
     reconcile_once(app)  # the first pass after Redis was emptied writes nothing off; this is not that pass
     assert get_redis(app).exists(EPOCH_KEY)
     schedule = make_schedule(started - timedelta(seconds=1), interval_seconds=1)
-    claim = state.claim_tick(schedule.id, 0, 0, 0, started, started, "w", None)
+    claim = claim_tick(schedule.id, 0, 0, 0, started, started, "w", None)
     assert claim is not None
     return schedule.id
 
@@ -136,7 +136,7 @@ def test_rq_started_stamps_from_a_host_whose_clock_is_behind_are_allowed_for(rea
 
 def test_the_api_plans_on_the_cluster_clock(real_app, monkeypatch):
     """Before: a web host 30 s behind planned a first tick already 29 s in the past."""
-    client = authorized_client(real_app, token_for_app(real_app))
+    client = authorized_client(real_app, admin_token(real_app))
     workflow = client.post("/api/v1/workflows/", json={"name": "noop", "task": "builtin.noop"}).json
     shift_host_clock(monkeypatch, -30)
     before = redis_now(real_app)

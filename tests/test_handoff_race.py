@@ -4,7 +4,8 @@ tells a dropped link)."""
 
 from __future__ import annotations
 
-from app.chain import link, state
+from app.chain import link
+from app.chain.finish import finish_run
 from app.chain.ids import link_id
 from app.chain.mover import Mover
 from app.extensions import get_queue, get_redis
@@ -22,7 +23,7 @@ def test_a_successor_being_handed_off_is_not_taken_for_missing(chain_app, fake_c
     prepared = link.prepare(schedule.id, 0, 0, 0, due, "w")
     assert isinstance(prepared, link.Prepared)
     # The run's outcome is committed; its worker has not yet released the lease and put the successor.
-    state.finish_run(prepared.claim.run_id, RunStatus.SUCCEEDED, None, fake_clock.now)
+    finish_run(prepared.claim.run_id, RunStatus.SUCCEEDED, None, fake_clock.now)
     assert fresh(schedule.id).current_repeat == 1 and scheduled_ids(chain_app) == []
     assert reconcile(fake_clock.now).links_repaired == []
     # Had that worker died there, its lease lapses and the next pass re-creates the successor.

@@ -140,15 +140,16 @@ def test_a_bad_pause_note_is_422_naming_note_and_pauses_nothing(client):
 
 
 def test_a_pause_by_a_caller_during_the_last_attempt_keeps_its_note(chain_app, fake_clock):
-    from app.chain import state
+    from app.chain.claim import claim_tick
+    from app.chain.finish import finish_run
     from app.models import RunStatus
 
     schedule = make_schedule(fake_clock.now, task="builtin.fail", interval_seconds=10, max_retries=0,
                              on_exhausted="pause")
-    claim = state.claim_tick(schedule.id, schedule.revision, 0, 0, schedule.next_run_at, fake_clock.now, None)
+    claim = claim_tick(schedule.id, schedule.revision, 0, 0, schedule.next_run_at, fake_clock.now, None)
     assert claim is not None
     schedules.pause(schedule.id, fake_clock.now, "maintenance")
-    assert state.finish_run(claim.run_id, RunStatus.FAILED, "RuntimeError: boom", fake_clock.now) is not None
+    assert finish_run(claim.run_id, RunStatus.FAILED, "RuntimeError: boom", fake_clock.now) is not None
     row = fresh(schedule.id)
     assert (row.status, row.pause_note, row.last_error) == ("paused", "maintenance", "RuntimeError: boom")
     actions = db.session.scalars(select(ScheduleEvent.action).where(ScheduleEvent.schedule_id == schedule.id)).all()

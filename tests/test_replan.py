@@ -85,16 +85,17 @@ def test_a_replan_while_the_old_link_is_taken_keeps_the_new_link(chain_app, fake
 
 def test_a_replan_while_a_run_is_in_flight_keeps_the_tick(chain_app, fake_clock):
     """The running link hands off its own successor (under a new ID): the re-plan does not advance it."""
-    from app.chain import state
+    from app.chain.claim import claim_tick
+    from app.chain.finish import finish_run
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     due = next_due(chain_app)
     fake_clock.set(due)
-    claim = state.claim_tick(schedule.id, 0, 0, 0, due, due, "w")
+    claim = claim_tick(schedule.id, 0, 0, 0, due, due, "w")
     assert claim is not None
     schedules.update(schedule.id, {"interval_seconds": 20}, fake_clock.now)
     assert (fresh(schedule.id).current_repeat, fresh(schedule.id).revision) == (0, 1)
-    finished = state.finish_run(claim.run_id, RunStatus.SUCCEEDED, None, fake_clock.now)
+    finished = finish_run(claim.run_id, RunStatus.SUCCEEDED, None, fake_clock.now)
     assert finished is not None and finished.current_repeat == 1
 
 

@@ -20,7 +20,9 @@ from rq import get_current_job
 from rq.timeouts import JobTimeoutException
 
 from app import clock, logs, rawsql
-from app.chain import collisions, outside, state
+from app.chain import claim as claims
+from app.chain import concurrency, running
+from app.chain.finish import finish_run
 from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import Lease
@@ -72,7 +74,7 @@ def _app() -> Flask:
 class Prepared:
     """A claimed tick whose lease is held: what is left is to run the task and complete the run."""
 
-    claim: state.Claim
+    claim: claims.Claim
     lease: Lease
     event: TaskEvent
     # On clock.monotonic(): the task's timeout plus the grace after the claim. Past it, a forking worker
@@ -103,19 +105,19 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
 
     # The fence first, then the lease: a copy of the link that loses the fence never touches the lease, so
     # it cannot make the real link's run look like an overlap. (One round trip after the claim's commit.)
-    claim = state.claim_tick(schedule_id, revision, repeat, retry, scheduled_for, now, worker_name)
+    claim = claims.claim_tick(schedule_id, revision, repeat, retry, scheduled_for, now, worker_name)
     if claim is None:
         logs.clear()
         return "stale"
-    if not isinstance(claim, state.Claim):
+    if not isinstance(claim, claims.Claim):
         logs.clear()
         return _not_run(claim, schedule_id, revision, repeat, retry, scheduled_for, now)
     if claim.detached:  # listed like an outside run: cancel_other can stop it, the reconciler reap it
-        outside.list_running(schedule_id, claim.run_id, link_id(schedule_id, repeat, retry), now)
+        running.list_running(schedule_id, claim.run_id, link_id(schedule_id, repeat, retry), now)
     if claim.successor is not None:
         hand_off(claim.successor)
     if claim.to_stop:
-        collisions.stop_jobs(list(claim.to_stop))
+        running.stop_jobs(list(claim.to_stop))
     logs.bind(run_id=claim.run_id)
     config = current_app.config
     deadline = clock.monotonic() + claim.timeout_seconds + config["RECUR_TIMEOUT_GRACE_SECONDS"]
@@ -124,7 +126,7 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
     other = lease.acquire(along)
     if other is not None:
         # A run of this schedule that was written off is still alive: record this tick as skipped.
-        skipped = state.finish_run(claim.run_id, RunStatus.SKIPPED, f"overlap: run {other} still running", now)
+        skipped = finish_run(claim.run_id, RunStatus.SKIPPED, f"overlap: run {other} still running", now)
         if skipped is not None:
             hand_off(skipped)
         logs.clear()
@@ -142,18 +144,18 @@ def prepare(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_
     return Prepared(claim, lease, event, deadline)
 
 
-def _not_run(outcome: state.Passed | state.Wait, schedule_id: str, revision: int, repeat: int, retry: int,
+def _not_run(outcome: claims.Passed | claims.Wait, schedule_id: str, revision: int, repeat: int, retry: int,
              scheduled_for: datetime, now: datetime) -> str:
     """A tick the policies did not let run: passed by (recorded, the chain moved on), or deferred (the same
     tick comes back under the next repeat number, DEFER_SECONDS later)."""
-    if isinstance(outcome, state.Passed):
+    if isinstance(outcome, claims.Passed):
         if outcome.schedule is not None:
             hand_off(outcome.schedule)
         return outcome.outcome
-    deferred = collisions.defer_tick(schedule_id, revision, repeat, retry, now, outcome.why)
+    deferred = concurrency.defer_tick(schedule_id, revision, repeat, retry, now, outcome.why)
     if deferred is None:
         return "stale"
-    hand_off_plans([LinkPlan(schedule_id, revision, deferred.repeat, retry, scheduled_for, collisions.later(now),
+    hand_off_plans([LinkPlan(schedule_id, revision, deferred.repeat, retry, scheduled_for, concurrency.later(now),
                              deferred.timeout_seconds)])
     return "deferred"
 
@@ -189,7 +191,7 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None,
             if schedule is not None:
                 hand_off(schedule, pipeline=pipe)
             if prepared.claim.detached:
-                pipe.hdel(outside.OUTSIDE_KEY, prepared.claim.run_id)
+                running.unlist(prepared.claim.run_id, pipe)
             if along is not None:
                 along(pipe)
             pipe.execute()
@@ -210,7 +212,7 @@ def _record_outcome(prepared: Prepared, status: RunStatus, error: str | None) ->
     wait = FINISH_RETRY_FIRST_SECONDS
     while True:
         try:
-            return state.finish_run(prepared.claim.run_id, status, error, finished_at, prepared.claim.schedule_id)
+            return finish_run(prepared.claim.run_id, status, error, finished_at, prepared.claim.schedule_id)
         except Exception as exc:
             if not rawsql.unavailable(exc, db.engine) or clock.monotonic() + wait >= prepared.deadline:
                 raise

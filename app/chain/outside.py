@@ -33,8 +33,11 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app import clock, logs, metrics, rawsql
-from app.chain import breaker, collisions, state
+from app.chain import concurrency, gaps, rows, running, workflow_breaker
+from app.chain.finish import finish_run
+from app.chain.ids import outside_job_id
 from app.chain.leases import Lease
+from app.chain.running import OUTSIDE_KEY, list_running
 from app.extensions import db, get_queue, get_redis
 from app.models import Backfill, ConcurrencyPolicy, Run, RunStatus, RunTrigger, ScheduledJob, UTCDateTime, Workflow
 from app.policies import Gap, OverlapPolicy
@@ -43,7 +46,6 @@ from app.tasks import TaskEvent
 
 log = logging.getLogger(__name__)
 
-OUTSIDE_KEY = "recur:outside-runs"  # hash: run ID -> "schedule_id job_id listed-at-epoch-seconds"
 QUEUED_KEY = "recur:outside-queued"  # hash: run ID -> "schedule_id job_id" from its enqueue until it starts
 WAITING_KEY = "recur:outside-waiting"  # sorted set: run ID, scored by when it began to wait (epoch seconds)
 WAITING_ARGS_KEY = "recur:outside-waiting-args"  # hash: run ID -> what its next job needs (JSON)
@@ -79,7 +81,7 @@ _BACKFILL_STATUS = rawsql.Statement(select(_BACKFILLS.c.status).where(_BACKFILLS
 
 
 def job_id(run_id: str, attempt: int) -> str:
-    return f"{collisions.outside_job_id(run_id)}-w{attempt}"
+    return outside_job_id(run_id, attempt)
 
 
 def enqueue(schedule_id: str, run_id: str, scheduled_for: datetime, trigger: str, overlap: str | None,
@@ -150,7 +152,7 @@ def _run(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overlap
                 continue_backfill(backfill_id, now)
             return started
         if started.to_stop:
-            collisions.stop_jobs(list(started.to_stop))
+            running.stop_jobs(list(started.to_stop))
         return _execute(schedule_id, run_id, nominal, trigger, backfill_id, started)
     finally:
         logs.clear()
@@ -296,7 +298,7 @@ def _execute(schedule_id: str, run_id: str, nominal: datetime, trigger: str, bac
             "idempotency_key": f"{schedule_id}:{trigger}:{run_id}",
         }
         status, error = execute_task(started.task, event, started.timeout_seconds)
-        state.finish_run(run_id, status, error, clock.utcnow())
+        finish_run(run_id, status, error, clock.utcnow())
     get_redis().hdel(OUTSIDE_KEY, run_id)
     if backfill_id:
         continue_backfill(backfill_id, clock.utcnow())
@@ -323,34 +325,34 @@ def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overl
         "p_trigger": trigger, "p_backfill_id": backfill_id, "p_finished_at": None, "p_error": None,
         "p_reason": None, "p_ticks": None, "p_status": RunStatus.RUNNING.value,
     }
-    state.end_session_transaction()
+    rows.end_session_transaction()
     try:
         with rawsql.transaction(db.engine) as tx:
             row = tx.first(_LOAD, {"p_id": schedule_id})
             if row is None or (backfill_id and _backfill_status(tx, backfill_id) != "running"):
                 tx.rollback()
                 return "gone"
-            name, payload, timeout_seconds, own_overlap, workflow_id, task, limit, concurrency, threshold = row
+            name, payload, timeout_seconds, own_overlap, workflow_id, task, limit, limit_policy, threshold = row
             policy = overlap or own_overlap
             to_stop: list[str] = []
-            if collisions.another_is_running(tx, schedule_id):
+            if concurrency.another_is_running(tx, schedule_id):
                 if policy == OverlapPolicy.CANCEL_OTHER:
-                    to_stop = collisions.cancel_others(tx, schedule_id, nominal, now)
+                    to_stop = concurrency.cancel_others(tx, schedule_id, nominal, now)
                 elif waits_for_running(policy):
                     tx.rollback()
                     return "wait"
                 elif policy != OverlapPolicy.ALLOW_ALL:
                     return _record_skipped(tx, values, "overlap", f"a run of the schedule was going ({trigger})")
             if limit is not None:
-                waits = concurrency != ConcurrencyPolicy.SKIP.value
-                if collisions.workflow_is_full(tx, workflow_id, limit, schedule_id, nominal, in_order=False):
+                waits = limit_policy != ConcurrencyPolicy.SKIP.value
+                if concurrency.workflow_is_full(tx, workflow_id, limit, schedule_id, nominal, in_order=False):
                     if waits:
                         tx.rollback()
                         return "wait"
                     return _record_skipped(tx, values, "concurrency", f"its workflow had {limit} runs going")
-                values["p_now"] = max(now, clock.utcnow())  # the slot is ours from here (see state.claim_tick)
+                values["p_now"] = max(now, clock.utcnow())  # the slot is ours from here (see app.chain.claim)
             if threshold is not None:
-                why = breaker.admit(tx, workflow_id, run_id, now)
+                why = workflow_breaker.admit(tx, workflow_id, run_id, now)
                 if why is not None:
                     return _record_skipped(tx, values, "breaker", why)
             tx.execute(_INSERT_RUN, values)
@@ -363,7 +365,7 @@ def _record_skipped(tx: rawsql.Transaction, values: dict[str, Any], reason: str,
     gap = Gap(values["p_scheduled_for"], values["p_scheduled_for"], 1)
     tx.after_commit.append(lambda: metrics.ticks_not_run(RunStatus.SKIPPED.value, reason, 1))
     tx.execute(_INSERT_RUN, {**values, "p_status": RunStatus.SKIPPED.value, "p_finished_at": values["p_now"],
-                             "p_error": f"{collisions.gap_text(reason, gap)}: {why}", "p_reason": reason,
+                             "p_error": f"{gaps.gap_text(reason, gap)}: {why}", "p_reason": reason,
                              "p_ticks": 1})
     return RunStatus.SKIPPED.value
 
@@ -408,7 +410,7 @@ def backfill_run_id(backfill_id: str, index: int) -> str:
 
 def continue_backfill(backfill_id: str, now: datetime) -> None:
     """After one of a backfill's runs ended: start the next (one at a time), or mark the backfill done."""
-    state.end_session_transaction()
+    rows.end_session_transaction()
     backfill = db.session.get(Backfill, backfill_id, populate_existing=True)
     if backfill is None or backfill.status != "running":
         db.session.rollback()
@@ -535,15 +537,6 @@ def _on_its_way(redis: Any, run_ids: list[str]) -> list[bool]:
     return out
 
 
-def list_running(schedule_id: str, run_id: str, job: str, now: datetime, pipeline: Pipeline | None = None) -> None:
-    (pipeline if pipeline is not None else get_redis()).hset(OUTSIDE_KEY, run_id,
-                                                             f"{schedule_id} {job} {now.timestamp():.0f}")
-
-
-def unlist(run_id: str) -> None:
-    get_redis().hdel(OUTSIDE_KEY, run_id)
-
-
 def reap(now: datetime, grace: timedelta, leases_tell: bool = True) -> list[str]:
     """The reconciler's part: write off outside runs whose worker died (their lease lapsed; only when
     `leases_tell`, see app.chain.leases.pulse), and forget entries whose run has ended or never started.
@@ -564,7 +557,7 @@ def reap(now: datetime, grace: timedelta, leases_tell: bool = True) -> list[str]
         if status == RunStatus.RUNNING.value and started_at is not None and now - started_at >= grace:
             if not leases_tell:
                 continue
-            state.finish_run(run_id, RunStatus.FAILED, "worker_lost: its worker stopped renewing the lease", now)
+            finish_run(run_id, RunStatus.FAILED, "worker_lost: its worker stopped renewing the lease", now)
             written_off.append(run_id)
             redis.hdel(OUTSIDE_KEY, run_id)
             if backfill_id:

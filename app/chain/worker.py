@@ -21,7 +21,8 @@ from rq.executions import Execution
 from rq.worker.base import WorkerStatus
 
 from app import clock
-from app.chain import link, state
+from app.chain import link
+from app.chain.finish import write_off
 from app.chain.handoff import hand_off
 from app.chain.ids import parse_link_id
 from app.chain.links import LINK_FUNC
@@ -273,7 +274,7 @@ class RecurWorker(QuietBetweenJobs, Worker):
         db.session.remove()  # start from the database as the work horse left it
         try:
             # Only a run this worker's horse claimed: a horse that lost the fence must not end another's.
-            schedule = state.write_off(schedule_id, repeat, retry, reason, clock.utcnow(), worker=self.name)
+            schedule = write_off(schedule_id, repeat, retry, reason, clock.utcnow(), worker=self.name)
             if schedule is not None:
                 hand_off(schedule)
         except Exception:  # the reconciler repairs what this could not

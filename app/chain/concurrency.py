@@ -1,22 +1,19 @@
-"""The chain's side of app.policies: recording gaps, passing a tick by, deferring one, cancelling runs,
-and the per-workflow concurrency limit. Each writes inside a transaction its caller holds or opens here.
+"""Runs that contend for a start: another run of the schedule going, the workflow's concurrency limit
+(max_concurrent_runs), cancelling the runs still going (overlap cancel_other), and deferring a tick that
+must wait. Each writes inside a transaction its caller holds or opens here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, select, update
 
-from app import metrics, rawsql
+from app import rawsql
+from app.chain import rows
 from app.extensions import db
-from app.models import Run, RunStatus, RunTrigger, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
-from app.policies import Gap
+from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
 
 _SCHEDULES = ScheduledJob.__table__
 _RUNS = Run.__table__
@@ -25,52 +22,10 @@ _WORKFLOWS = Workflow.__table__
 # A deferred link (waiting for a slot, or for a run that buffers it) looks again this often.
 DEFER_SECONDS = 0.25
 
-_RECORD_GAP = rawsql.Statement(insert(_RUNS).values(
-    id=bindparam("p_id"), schedule_id=bindparam("p_schedule_id"), repeat_number=None, retry_number=0,
-    scheduled_for=bindparam("p_first", type_=UTCDateTime()), started_at=bindparam("p_now", type_=UTCDateTime()),
-    finished_at=bindparam("p_now", type_=UTCDateTime()), status=bindparam("p_status"), error=bindparam("p_error"),
-    worker=None, trigger=bindparam("p_trigger"), reason=bindparam("p_reason"), ticks=bindparam("p_ticks"),
-))
-
-_STATUS_OF_REASON = {
-    "catch_up_skip": RunStatus.MISSED, "catch_up_window": RunStatus.MISSED, "catch_up_limit": RunStatus.MISSED,
-    "overlap": RunStatus.SKIPPED, "overlap_limit": RunStatus.SKIPPED, "concurrency": RunStatus.SKIPPED,
-    "breaker": RunStatus.SKIPPED,
-}
-
-
-def gap_text(reason: str, gap: Gap) -> str:
-    count = f"{gap.count}" if gap.exact else f"at least {gap.count}"
-    ticks = "tick" if gap.count == 1 else "ticks"
-    span = gap.first.isoformat() if gap.first == gap.last else f"{gap.first.isoformat()} to {gap.last.isoformat()}"
-    return f"{reason}: {count} {ticks} not run ({span})"
-
-
-def record_gaps(tx: rawsql.Transaction, schedule_id: str, gaps: list[tuple[str, Gap]], now: datetime,
-                trigger: str = RunTrigger.SCHEDULE.value) -> None:
-    """One run row per gap: status missed or skipped, the reason, how many ticks, the first's time."""
-    for reason, gap in gaps:
-        status = _STATUS_OF_REASON[reason].value
-        tx.after_commit.append(functools.partial(metrics.ticks_not_run, status, reason, gap.count))
-        tx.execute(_RECORD_GAP, {
-            "p_id": str(uuid.uuid4()), "p_schedule_id": schedule_id, "p_first": gap.first, "p_now": now,
-            "p_status": status, "p_error": gap_text(reason, gap), "p_trigger": trigger,
-            "p_reason": reason, "p_ticks": gap.count,
-        })
-
-
-def _fence(schedule_id: Any, revision: Any, repeat: Any, retry: Any) -> Any:
-    columns = _SCHEDULES.c
-    return (
-        (columns.id == schedule_id) & (columns.status == ScheduleStatus.ACTIVE.value)
-        & (columns.revision == revision) & (columns.current_repeat == repeat) & (columns.current_retry == retry)
-        & (columns.running_run_id.is_(None))
-    )
-
 
 _DEFER = rawsql.Statement(
     update(_SCHEDULES)
-    .where(_fence(bindparam("p_id"), bindparam("p_revision"), bindparam("p_repeat"), bindparam("p_retry")))
+    .where(rows.fence())
     .values(current_repeat=bindparam("p_repeat") + 1, updated_at=bindparam("p_now", type_=UTCDateTime()))
     .returning(_SCHEDULES.c.timeout_seconds)
 )
@@ -180,30 +135,6 @@ def cancel_others(tx: rawsql.Transaction, schedule_id: str, by_tick: datetime, n
     })
     return [f"{schedule_id} {run_id} {'-' if repeat is None else repeat} {retry} {worker or '-'}"
             for run_id, repeat, retry, worker in rows]
-
-
-def stop_jobs(cancelled: list[str]) -> None:
-    """Ask the workers running these runs' jobs to stop them (a forking or pool worker kills the process
-    running the task; an in-process worker cannot, and its run's late outcome is ignored)."""
-    from rq.command import send_command
-
-    from app.chain.ids import link_id
-    from app.chain.outside import OUTSIDE_KEY
-    from app.extensions import get_redis
-
-    redis = get_redis()
-    for entry in cancelled:  # the run is recorded cancelled whatever becomes of its process
-        schedule_id, run_id, repeat, retry, worker = entry.split(" ", 4)
-        listed: Any = redis.hget(OUTSIDE_KEY, run_id)
-        job_id = listed.decode().split(" ")[1] if listed else (
-            link_id(schedule_id, int(repeat), int(retry)) if repeat != "-" else None)
-        if job_id is not None and worker != "-":  # the run's row names the worker that claimed it
-            with contextlib.suppress(Exception):
-                send_command(redis, worker, "stop-job", job_id=job_id)
-
-
-def outside_job_id(run_id: str) -> str:
-    return f"recur-run-{run_id}"
 
 
 def later(now: datetime, seconds: float = DEFER_SECONDS) -> datetime:

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import bindparam, update
 
 from app import rawsql
-from app.chain import breaker
+from app.chain import workflow_breaker
 from app.models import RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime
 from app.notify.outbox import EventType, emit
 
@@ -44,7 +44,7 @@ def after_run(tx: rawsql.Transaction, schedule: ScheduledJob, run_id: str, nomin
         "trigger": trigger, "error": error,
     }, now)
     if has_breaker:
-        breaker.record(tx, schedule.workflow_id, run_id, status is RunStatus.SUCCEEDED, now)
+        workflow_breaker.record(tx, schedule.workflow_id, run_id, status is RunStatus.SUCCEEDED, now)
     if status is RunStatus.SUCCEEDED and schedule.health == "late":
         was: Any = tx.first(_RECOVERED, {"p_id": schedule.id, "p_late": "late", "p_ok": "ok", "p_none": None})
         if was is not None:
