@@ -22,8 +22,8 @@ from app.chain.leases import EPOCH_KEY
 from app.chain.mover import Mover
 from app.extensions import connect_redis, db, get_queue, get_redis
 from tests.chain_driver import fresh, make_schedule, runs_of, scheduled_ids
-from tests.conftest import admin_token, authorized_client
 from tests.servers import free_port
+from tests.tokens import authorized_client, token_for_app
 
 
 def shift_host_clock(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
@@ -136,7 +136,7 @@ def test_rq_started_stamps_from_a_host_whose_clock_is_behind_are_allowed_for(rea
 
 def test_the_api_plans_on_the_cluster_clock(real_app, monkeypatch):
     """Before: a web host 30 s behind planned a first tick already 29 s in the past."""
-    client = authorized_client(real_app, admin_token(real_app))
+    client = authorized_client(real_app, token_for_app(real_app))
     workflow = client.post("/api/v1/workflows/", json={"name": "noop", "task": "builtin.noop"}).json
     shift_host_clock(monkeypatch, -30)
     before = redis_now(real_app)
