@@ -138,6 +138,8 @@ def test_signed_events_breaker_and_a_receiver_that_was_down(stack: Stack, receiv
 def test_every_worker_killed_then_schedule_missed_once_and_recovered(stack: Stack, receiver: Receiver) -> None:
     api = stack.api
     worker = stack.start_worker()
+    # A worker slow to start would make the first ticks late, and their schedule.missed is not the one tested.
+    stack.wait_workers_ready()
     hook = api.ok("POST", "/api/v1/webhooks/", {"url": receiver.url,
                                                 "event_types": ["schedule.missed", "schedule.recovered"]})
     flow = api.ok("POST", "/api/v1/workflows/", {"name": "heartbeat", "task": "builtin.noop"})
