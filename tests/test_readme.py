@@ -119,11 +119,12 @@ class FirstShell:
         self.stop()
         self._offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as out:
-            self._proc = subprocess.Popen(["bash", "-c", command], cwd=self._cwd, env=self._env, stdout=out,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for(lambda: "export RECUR_URL=" in self.output() or self._proc.poll() is not None, 180,
+            proc = subprocess.Popen(["bash", "-c", command], cwd=self._cwd, env=self._env, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        self._proc = proc
+        wait_for(lambda: "export RECUR_URL=" in self.output() or proc.poll() is not None, 180,
                  interval=0.2, what=f"{command!r} to print its export lines")
-        assert self._proc.poll() is None, f"{command!r} exited:\n{self.output()[-4000:]}"
+        assert proc.poll() is None, f"{command!r} exited:\n{self.output()[-4000:]}"
         wait_for(lambda: self.output().endswith("\n"), 5, what="the line to end")
         return [line for line in self.output().splitlines() if not LOG_LINE.match(line)]
 
@@ -187,7 +188,9 @@ def shells(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Fir
     yield first, second
     second.close()
     first.stop()
-    print_logs_if_failed(request.node, [first.log], lines=80)
+    transcript = tmp_path / "second-shell.log"
+    transcript.write_text("\n".join(second.transcript) + "\n")
+    print_logs_if_failed(request.node, [first.log, transcript], lines=80)
 
 
 def test_the_readme_and_the_docs_examples_run_as_written(shells: tuple[FirstShell, Shell]) -> None:
