@@ -22,6 +22,7 @@ def test_the_console_script_is_declared():
 
 def test_schedules_and_workflows_through_the_cli(stack):
     stack.start_worker()
+    stack.wait_workers_ready()  # ticks that come due before a worker listens are missed, not run
     url, token = stack.api.base, stack.api.token
 
     def run(*args: str, ok: bool = True):  # type: ignore[no-untyped-def]
