@@ -21,11 +21,11 @@ from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import clock, metrics, retention
-from app.chain import outside
 from app.chain.leases import pulse, pulse_every
 from app.chain.mover import Mover
 from app.extensions import db, get_queue, get_redis
 from app.notify import watch
+from app.outside_runs import waiting
 from app.recovery import reconcile
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ def run_pruning(app: Flask, stop: threading.Event) -> None:
 def start_waiting(app: Flask) -> None:
     with app.app_context():
         try:
-            outside.start_waiting()
+            waiting.start_waiting()
         finally:
             db.session.remove()
 
@@ -206,7 +206,7 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
                 next_reconcile = clock.monotonic() + every
                 reconcile_once(app, every)
             if clock.monotonic() >= next_waiting:  # manual and backfill runs parked until they may start
-                next_waiting = clock.monotonic() + outside.WAITING_PASS_SECONDS
+                next_waiting = clock.monotonic() + waiting.WAITING_PASS_SECONDS
                 start_waiting(app)
             head = mover.next_due()
         except (RedisError, SQLAlchemyError, OSError) as exc:  # Redis or the database away for a moment

@@ -14,9 +14,11 @@ from redis.exceptions import RedisError
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from app.chain import outside, planning
+from app.chain import planning
 from app.extensions import db, get_redis
 from app.models import Backfill, Run, RunStatus, RunTrigger, ScheduledJob, TriggerRequest
+from app.outside_runs import backfills
+from app.outside_runs.queueing import enqueue
 from app.policies import ticks_between
 
 log = logging.getLogger(__name__)
@@ -61,7 +63,7 @@ def trigger(schedule: ScheduledJob, owner_id: int, now: datetime, overlap: str |
             if first is None:
                 raise
             return first
-    outside.enqueue(schedule.id, run_id, now, RunTrigger.MANUAL.value, overlap, schedule.timeout_seconds)
+    enqueue(schedule.id, run_id, now, RunTrigger.MANUAL.value, overlap, schedule.timeout_seconds)
     return Triggered(run_id, now)
 
 
@@ -73,7 +75,7 @@ def _first(owner_id: int, key: str, schedule: ScheduledJob) -> Triggered | None:
     if first.schedule_id != schedule.id:
         raise KeyReused(key)
     if db.session.get(Run, first.run_id) is None:
-        outside.enqueue(schedule.id, first.run_id, first.scheduled_for, RunTrigger.MANUAL.value, None,
+        enqueue(schedule.id, first.run_id, first.scheduled_for, RunTrigger.MANUAL.value, None,
                         schedule.timeout_seconds)
     return Triggered(first.run_id, first.scheduled_for)
 
@@ -95,7 +97,7 @@ def start_backfill(schedule: ScheduledJob, start: datetime, end: datetime, times
                    overlap: str | None, now: datetime) -> Backfill:
     """Record the backfill, then enqueue its first run. With Redis away it is refused before anything is
     written (the API's 503 says nothing was changed); if Redis goes away after the commit, or this process
-    dies there, the reconciler starts it (outside.resume_backfills)."""
+    dies there, the reconciler starts it (app.outside_runs.backfills.resume_backfills)."""
     get_redis().ping()
     backfill = Backfill(schedule_id=schedule.id, start_at=start, end_at=end, overlap=overlap,
                         times=[t.isoformat() for t in times], total=len(times), started=0, status="running",
@@ -103,7 +105,7 @@ def start_backfill(schedule: ScheduledJob, start: datetime, end: datetime, times
     db.session.add(backfill)
     db.session.commit()
     try:
-        outside.start_backfill(backfill.id)
+        backfills.start_backfill(backfill.id)
     except RedisError as exc:
         log.warning("backfill %s recorded; its first run is left to the reconciler (%s)", backfill.id, exc)
     return backfill

@@ -15,14 +15,17 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import select
 
-from app.chain import invalid, outside, planning
+from app.chain import invalid, planning
 from app.chain.finish import finish_run
 from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import EPOCH_KEY, holders, pulse
-from app.chain.pending import QueuedIds, pending_revisions
+from app.chain.redis_links import QueuedIds, pending_revisions
 from app.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
+from app.outside_runs.backfills import resume_backfills
+from app.outside_runs.queueing import forget_lost_jobs
+from app.outside_runs.reaper import reap
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +75,9 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         ).all()
         db.session.rollback()
         if not rows:
-            report.runs_written_off += outside.reap(now, lease_grace, leases_tell)
-            outside.forget_lost_jobs()
-            outside.resume_backfills(now)
+            report.runs_written_off += reap(now, lease_grace, leases_tell)
+            forget_lost_jobs()
+            resume_backfills(now)
             return report
         if between_batches is not None and report.checked:
             between_batches()

@@ -17,7 +17,7 @@ from pathlib import Path
 from redis import Redis
 from rq import Queue
 
-from app.chain.links import LinkPlan, put_link
+from app.chain.redis_links import LinkPlan, put_link
 from bench.stack import Bench
 
 BACKLOGS = (0, 3_000, 100_000)

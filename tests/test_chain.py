@@ -9,8 +9,8 @@ from rq.job import Job
 
 from app.chain.ids import link_id
 from app.chain.leases import lease_key
-from app.chain.links import LINK_FUNC, LinkPlan, put_links
 from app.chain.mover import Mover
+from app.chain.redis_links import LINK_FUNC, LinkPlan, put_links
 from app.extensions import get_queue, get_redis
 from app.models import RunStatus, ScheduleStatus
 from app.recovery import reconcile

@@ -4,10 +4,10 @@ tells a dropped link)."""
 
 from __future__ import annotations
 
-from app.chain import link
 from app.chain.finish import finish_run
 from app.chain.ids import link_id
 from app.chain.mover import Mover
+from app.chain.run import Prepared, prepare
 from app.extensions import get_queue, get_redis
 from app.models import RunStatus
 from app.recovery import reconcile
@@ -20,8 +20,8 @@ def test_a_successor_being_handed_off_is_not_taken_for_missing(chain_app, fake_c
     reconcile(fake_clock.now)  # the first pass after Redis was emptied; not the one under test
     due = fake_clock.set(next_due(chain_app))
     Mover(get_redis(chain_app), get_queue(chain_app)).move_due(due)
-    prepared = link.prepare(schedule.id, 0, 0, 0, due, "w")
-    assert isinstance(prepared, link.Prepared)
+    prepared = prepare(schedule.id, 0, 0, 0, due, "w")
+    assert isinstance(prepared, Prepared)
     # The run's outcome is committed; its worker has not yet released the lease and put the successor.
     finish_run(prepared.claim.run_id, RunStatus.SUCCEEDED, None, fake_clock.now)
     assert fresh(schedule.id).current_repeat == 1 and scheduled_ids(chain_app) == []

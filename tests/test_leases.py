@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from app import clock
-from app.chain import link
 from app.chain.leases import Lease, lease_key
+from app.chain.run import Prepared, complete, prepare
 from app.extensions import db, get_redis
 from app.models import RunStatus
 from app.recovery import reconcile
@@ -23,27 +23,27 @@ def test_a_written_off_run_that_is_still_alive_leaves_the_live_runs_lease_alone(
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     reconcile(fake_clock.now)  # Redis is known to hold its data from here on
     due = fake_clock.set(next_due(chain_app))
-    stalled = link.prepare(schedule.id, 0, 0, 0, due, "stalled-worker")
-    assert isinstance(stalled, link.Prepared)
+    stalled = prepare(schedule.id, 0, 0, 0, due, "stalled-worker")
+    assert isinstance(stalled, Prepared)
     key = lease_key(schedule.id)
     redis.delete(key)  # its worker stalled for longer than the lease: the key expired
     fake_clock.advance(seconds=LONG_LEASE + 1)
     assert reconcile(fake_clock.now).runs_written_off == [stalled.claim.run_id]
     retry_at = fresh(schedule.id).next_run_at
     db.session.rollback()
-    live = link.prepare(schedule.id, 0, 0, 1, fake_clock.set(retry_at), "live-worker")
-    assert isinstance(live, link.Prepared)
+    live = prepare(schedule.id, 0, 0, 1, fake_clock.set(retry_at), "live-worker")
+    assert isinstance(live, Prepared)
     assert redis.get(key) == live.claim.run_id.encode()
 
     # The stalled worker wakes up: its renewal, then its completion, leave the live run's lease alone.
     stalled.lease.renew_if_held()
     assert redis.get(key) == live.claim.run_id.encode()
-    assert link.complete(stalled, RunStatus.SUCCEEDED, None) == "succeeded"
+    assert complete(stalled, RunStatus.SUCCEEDED, None) == "succeeded"
     assert redis.get(key) == live.claim.run_id.encode()
     fake_clock.advance(seconds=LONG_LEASE + 1)
     assert reconcile(fake_clock.now).runs_written_off == []  # the live run is not written off
 
-    link.complete(live, RunStatus.SUCCEEDED, None)
+    complete(live, RunStatus.SUCCEEDED, None)
     runs = [r for r in runs_of(schedule.id) if r.repeat_number is not None]  # not the ticks skipped meanwhile
     assert [(r.retry_number, r.status) for r in runs] == [(0, "failed"), (1, "succeeded")]
     assert runs[0].error.startswith("worker_lost")

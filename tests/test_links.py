@@ -7,17 +7,17 @@ from datetime import UTC, datetime
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 
-from app.chain.links import (
+from app.chain.mover import Mover
+from app.chain.redis_links import (
     HEADS_KEY,
     HORSE_GRACE_SECONDS,
     LINK_FUNC,
     LinkPlan,
     cancel_link,
+    pending_revisions,
     put_link,
     put_links,
 )
-from app.chain.mover import Mover
-from app.chain.pending import pending_revisions
 from app.extensions import get_queue, get_redis
 
 

@@ -14,8 +14,8 @@ from redis.exceptions import RedisError
 from rq import Queue
 
 from app.chain.ids import link_id
-from app.chain.links import LinkPlan, cancel_link, put_link, put_links
 from app.chain.planning import link_plan
+from app.chain.redis_links import LinkPlan, cancel_link, put_link, put_links
 from app.extensions import get_queue
 from app.models import ScheduledJob, ScheduleStatus
 

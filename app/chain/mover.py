@@ -15,7 +15,7 @@ from rq import Queue
 from rq.job import Job
 from rq.utils import utcformat
 
-from app.chain.links import scheduled_key
+from app.chain.redis_links import scheduled_key
 
 _MOVE_DUE = """
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))

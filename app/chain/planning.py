@@ -7,7 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 from app import timing
-from app.chain.links import LinkPlan
+from app.chain.redis_links import LinkPlan
 from app.clock import ceil_second
 from app.models import ScheduledJob
 

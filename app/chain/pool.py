@@ -21,6 +21,7 @@ from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
 from app import clock
+from app.chain.attempt import execute_task
 from app.models import RunStatus
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,6 @@ def rss_bytes(pid: int) -> int | None:
 
 def _serve(conn: Connection) -> None:
     """The work process's loop: run each task sent, answer (status, error); None ends it."""
-    from app.chain.link import execute_task
-
     # A signal to the whole process group (Ctrl-C, systemd's stop) is the worker's to handle: it lets the
     # running task finish (warm shutdown) and then ends this process itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

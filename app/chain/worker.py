@@ -21,11 +21,12 @@ from rq.executions import Execution
 from rq.worker.base import WorkerStatus
 
 from app import clock
-from app.chain import link
+from app.chain import horse
 from app.chain.finish import write_off
 from app.chain.handoff import hand_off
 from app.chain.ids import parse_link_id
-from app.chain.links import LINK_FUNC
+from app.chain.redis_links import LINK_FUNC
+from app.chain.run import Prepared, complete, prepare
 from app.extensions import db
 
 log = logging.getLogger(__name__)
@@ -157,7 +158,7 @@ class RecurSimpleWorker(QuietBetweenJobs, SimpleWorker):
 
 
 class RecurWorker(QuietBetweenJobs, Worker):
-    _handed: link.Handed | None = None  # the link whose horse runs now, when this worker prepared it
+    _handed: horse.Handed | None = None  # the link whose horse runs now, when this worker prepared it
 
     def run_job(self, job: Any, queue: Any) -> None:
         """RQ's own execute_job (prepare the execution, fork, monitor, go idle), with the link's database
@@ -176,25 +177,25 @@ class RecurWorker(QuietBetweenJobs, Worker):
         self.set_state(WorkerStatus.IDLE)
 
     @contextlib.contextmanager
-    def _running(self, handed: link.Handed | None, runner: Any = None) -> Iterator[None]:
+    def _running(self, handed: horse.Handed | None, runner: Any = None) -> Iterator[None]:
         """The frame around a link's task, wherever it runs: the link prepared here is the one running
         (for the horse, the death handler and the deadline), `runner` runs its task (the pool worker's),
         and at the end its outcome is recorded and its successor handed off, whatever happened."""
         self._handed = handed
-        link.hand_to_horse(handed)
+        horse.hand_to_horse(handed)
         if runner is not None:
-            link.use_pool(runner)
+            horse.use_pool(runner)
         try:
             yield
         finally:
             if runner is not None:
-                link.use_pool(None)
-            link.hand_to_horse(None)
+                horse.use_pool(None)
+            horse.hand_to_horse(None)
             self._handed = None
             if handed is not None:
                 self._complete(handed)
 
-    def _begin(self, job: Any, forks: bool) -> tuple[Any, link.Handed | None]:
+    def _begin(self, job: Any, forks: bool) -> tuple[Any, horse.Handed | None]:
         """RQ's prepare_execution, with the link claimed here (see _prepare). The worker counts as BUSY
         from the start, so a SIGTERM that comes during the claim waits for the link; RQ's writes of the
         execution and the BUSY state go in the round trip that takes the lease."""
@@ -212,28 +213,28 @@ class RecurWorker(QuietBetweenJobs, Worker):
         self.set_state(WorkerStatus.BUSY, pipeline=pipeline)
         return execution
 
-    def _prepare(self, job: Any, forks: bool, along: Any) -> link.Handed | None:
+    def _prepare(self, job: Any, forks: bool, along: Any) -> horse.Handed | None:
         """Claim the link here; None (the horse then runs the whole link itself) when the claim could not
         be made here."""
         try:
             kwargs = job.kwargs
-            prepared = link.prepare(kwargs["schedule_id"], kwargs["revision"], kwargs["repeat"], kwargs["retry"],
+            prepared = prepare(kwargs["schedule_id"], kwargs["revision"], kwargs["repeat"], kwargs["retry"],
                                     datetime.fromisoformat(kwargs["scheduled_for"]), self.name, along)
         except Exception:
             log.exception("could not prepare link %s here; its work horse runs it whole", job.id)
             return None
         finally:
             db.session.remove()
-        return link.Handed(job.id, prepared, forks=forks)
+        return horse.Handed(job.id, prepared, forks=forks)
 
-    def _complete(self, handed: link.Handed) -> None:
+    def _complete(self, handed: horse.Handed) -> None:
         """Record the outcome and hand off; the worker's return to IDLE goes in the same round trip."""
         prepared = handed.prepared
         try:
             if isinstance(prepared, str):
                 return
             # a run already written off is left as it is
-            link.complete(prepared, *handed.final_outcome(),
+            complete(prepared, *handed.final_outcome(),
                           along=lambda pipe: self.set_state(WorkerStatus.IDLE, pipeline=pipe))
         except Exception:  # the lease lapses and the reconciler writes the run off
             log.exception("could not complete link %s", handed.job_id)
@@ -266,7 +267,7 @@ class RecurWorker(QuietBetweenJobs, Worker):
             return
         signal_note = f" by signal {os.WTERMSIG(ret_val)}" if ret_val and os.WIFSIGNALED(ret_val) else ""
         reason = f"work process died{signal_note} (exit status {ret_val})"
-        handed = link.handed_for(job.id)
+        handed = horse.handed_for(job.id)
         if handed is not None:  # prepared here: _complete records the run it claimed, and only that one
             handed.death = reason
             return
@@ -322,7 +323,7 @@ class RecurPoolWorker(RecurWorker):
             self.perform_job(job, queue, execution)  # RQ's registries and result, here; the task over there
         self.set_state(WorkerStatus.IDLE)
 
-    def _run_in_work_process(self, prepared: link.Prepared) -> tuple[Any, str | None]:
+    def _run_in_work_process(self, prepared: Prepared) -> tuple[Any, str | None]:
         return self.work_process.run(prepared.claim.task, dict(prepared.event), prepared.claim.timeout_seconds,
                                      prepared.deadline)
 

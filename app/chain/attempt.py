@@ -1,9 +1,10 @@
-"""A task's own timeout, run inside RQ's job timeout without disarming it.
+"""One attempt of a task: run under its own timeout, and every way it can end becomes an outcome.
 
-RQ runs every job under one SIGALRM timer (the job's `timeout`). A second SIGALRM death penalty nested
-inside it takes the timer over and, when it ends, cancels it: a task that outlived its own timeout then
-had no timeout left at all. Here the task's timer sets RQ's aside and puts it back, with what was left of
-it, the moment the task's timer fires or the task ends.
+The task's own timeout runs inside RQ's job timeout without disarming it. RQ runs every job under one
+SIGALRM timer (the job's `timeout`). A second SIGALRM death penalty nested inside it takes the timer over
+and, when it ends, cancels it: a task that outlived its own timeout then had no timeout left at all. Here
+the task's timer sets RQ's aside and puts it back, with what was left of it, the moment the task's timer
+fires or the task ends.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ import signal
 import threading
 from types import FrameType
 from typing import Any
+
+from rq.timeouts import JobTimeoutException
+
+from app.models import RunStatus
+from app.tasks import TaskEvent, execution_log, get_task
 
 
 class TaskTimeout(BaseException):
@@ -67,6 +73,34 @@ class TaskTimer:
         if outer_left > 0:
             elapsed = self.seconds - ours_left
             signal.setitimer(signal.ITIMER_REAL, max(outer_left - elapsed, 0.001), interval)
+
+
+def execute_task(task_name: str, event: TaskEvent, timeout_seconds: int) -> tuple[RunStatus, str | None]:
+    """Run one attempt under its timeout; every way a task can end becomes an outcome, never an exception.
+
+    A task that ran into its timeout is timed out, even if it caught the exception and returned. Whatever
+    else it raises, KeyboardInterrupt, SystemExit or any other BaseException included, fails the attempt
+    with that error; the worker goes on to its next job.
+    """
+    fn = get_task(task_name)
+    if fn is None:
+        return RunStatus.FAILED, f"unknown task {task_name!r}"
+    timer = TaskTimer(timeout_seconds)
+    error: str | None = None
+    try:
+        with timer:
+            execution_log.record_start(event)  # a failure to write it fails the attempt before its body
+            fn(event)
+    except JobTimeoutException:  # RQ's own job timeout, the outer limit
+        return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s"
+    except BaseException as exc:  # a task's own failure, whatever it raised (TaskTimeout: see below)
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+    if timer.expired:
+        return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s"
+    if error is not None:
+        return RunStatus.FAILED, error
+    execution_log.record_success(event)
+    return RunStatus.SUCCEEDED, None
 
 
 class _ThreadTimer:
