@@ -44,6 +44,8 @@ from redis import Redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
+from app.chain.redis_links import IN_HAND_GRACE_SECONDS
+from app.clock import HOST_SKEW_ALLOWANCE_SECONDS
 from bench import executions, procfs
 from tests.servers import ROOT, Process, RedisServer, free_port, start_web, start_worker, wait_for
 from tests.tokens import token_for_env
@@ -358,7 +360,10 @@ def run(schedules: int, duration: float, db_kind: str, seed: int, reconcile_seco
         print(f"created {len(kinds)} schedules in {time.time() - started:.1f}s; faults for {duration:.0f}s",
               flush=True)
         _inject_faults(chaos, duration, rng, db_faults)
-        settle = reconcile_seconds + 6.0 + 3.0  # one reconciler pass, a lease, and a couple of ticks
+        # Every chain must have run again this long after the faults stop: the slowest repair promised is of
+        # a link that a killed worker had taken and not claimed, missing only IN_HAND_GRACE_SECONDS (plus the
+        # host-skew allowance) after it was taken, and found by the next pass; then a lease and two ticks.
+        settle = reconcile_seconds + IN_HAND_GRACE_SECONDS + HOST_SKEW_ALLOWANCE_SECONDS + 6.0 + 3.0
         print(f"faults stopped; settling {settle:.0f}s", flush=True)
         time.sleep(settle)
         ended_at = time.time()
