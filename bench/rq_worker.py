@@ -18,7 +18,13 @@ def main() -> None:
     parser.add_argument("queue")
     parser.add_argument("--simple", action="store_true")
     parser.add_argument("--scheduler", action="store_true", help="run RQ's built-in scheduler (with_scheduler)")
+    parser.add_argument("--durable", metavar="DATABASE_URL", default=None,
+                        help="open the durable baseline's connection to this database before the first job")
     args = parser.parse_args()
+    if args.durable:
+        from bench.durable import warm_up
+
+        warm_up(args.durable)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     connection = Redis.from_url(args.url)
     worker_class = SimpleWorker if args.simple else Worker

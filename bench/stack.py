@@ -95,6 +95,14 @@ class Bench:
         admin.dispose()
         return server.set(database=database).render_as_string(hide_password=False)
 
+    def scratch_database(self, name: str) -> str:
+        """A fresh database for a baseline that writes to one (its own SQLite file, or its own database on
+        the run's PostgreSQL server): its DATABASE_URL."""
+        self._count += 1
+        directory = self.workdir / f"{self._count:02d}-{name}"
+        directory.mkdir(parents=True, exist_ok=True)
+        return self.new_database(directory.name)
+
     def fresh_redis(self) -> Redis:
         self.redis.flushall()  # our own redis-server on a free port, never a shared one
         return self.redis
@@ -250,7 +258,10 @@ def wait_workers(redis: Redis, count: int, processes: list[Process], timeout: fl
     time.sleep(0.3)  # let the mover beside each worker take its first look
 
 
-def start_rq_workers(bench: Bench, count: int, simple: bool, scheduler: bool = False) -> list[Process]:
+def start_rq_workers(bench: Bench, count: int, simple: bool, scheduler: bool = False,
+                     durable: str | None = None) -> list[Process]:
+    """Bare RQ workers on the baseline queue; `durable` (a DATABASE_URL) opens the durable baseline's
+    connection before their first job."""
     processes = []
     for index in range(count):
         argv = [sys.executable, "-m", "bench.rq_worker", bench.redis_server.url, BASELINE_QUEUE]
@@ -258,6 +269,8 @@ def start_rq_workers(bench: Bench, count: int, simple: bool, scheduler: bool = F
             argv.append("--simple")
         if scheduler:
             argv.append("--scheduler")
+        if durable:
+            argv += ["--durable", durable]
         processes.append(Process(argv, {}, bench.log(f"rq-worker{index}")))
     wait_workers(bench.redis, count, processes)
     return processes

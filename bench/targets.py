@@ -1,4 +1,5 @@
-"""The targets of several bench runs side by side, as the Markdown table the README quotes.
+"""The throughput targets and their judgement, and the targets of several bench runs side by side, as the
+Markdown table the docs quote.
 
     python -m bench.targets bench/runs/run13.json bench/runs/run14.json
 """
@@ -8,12 +9,38 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.report import _fmt
+from bench.figures import fmt
 
 Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ThroughputTarget:
+    """The default worker's fires per second per worker at least `limit` times a bare RQ baseline's jobs per
+    second per worker (a kind of scenario 1's "rq" results), with the same number of workers, in the same run."""
+
+    baseline: str
+    limit: float
+    judged: bool = True  # False: a former target, printed beside the others with its result, counting for nothing
+
+
+THROUGHPUT_TARGETS = (
+    # SimpleWorker whose no-op job records its run (INSERT committed at its start, UPDATE at its end) in the same
+    # database with the same driver: the least any scheduler with a durable history does.
+    ThroughputTarget("durable", 0.8),
+    # The target before the durable baseline: SimpleWorker on a no-op job, which writes nothing durable.
+    ThroughputTarget("simple", 0.8, judged=False),
+    ThroughputTarget("forking", 2.0),
+)
+
+
+def at_least(ratio: float | None, limit: float) -> bool | None:
+    """Whether a ratio meets its floor; None when either side could not be measured."""
+    return None if ratio is None else ratio >= limit
 
 
 def _figure(row: Row) -> str:
@@ -44,8 +71,8 @@ def _label(row: Row) -> str:
 def _cell(row: Row | None) -> str:
     if row is None:
         return "-"
-    verdict = {True: "yes", False: "**no**", None: "n/a"}[row["pass"]]
-    cell = f"{verdict}: {_fmt(row['recur'])}"
+    verdicts = {True: "yes", False: "**no**", None: "n/a"} if row.get("judged", True) else {True: "yes", False: "no"}
+    cell = f"{verdicts[row['pass']]}: {fmt(row['recur'])}"
     shows_ratio = row["target"].startswith("ratio") or row["target"].endswith("x floor")
     if shows_ratio and row.get("ratio") is not None:
         cell += f" ({row['ratio']:.2f} ×)"

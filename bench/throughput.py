@@ -1,4 +1,5 @@
-"""Scenario 1: fires per second per worker through the whole chain, beside bare RQ no-op jobs."""
+"""Scenario 1: fires per second per worker through the whole chain, beside bare RQ no-op jobs and bare RQ
+jobs that record their own run durably."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from rq import Queue
 from rq.registry import FinishedJobRegistry
 from rq.utils import utcparse
 
+from bench import durable
 from bench.stack import BASELINE_QUEUE, Bench, start_rq_workers, stop_all, utc
 from bench.stats import rate
 from bench.tasks import noop
-from tests.servers import wait_for
+from tests.servers import Process, wait_for
 
 
 def recur(bench: Bench, workers: int, mode: str, count: int) -> dict[str, Any]:
@@ -41,23 +43,46 @@ def recur(bench: Bench, workers: int, mode: str, count: int) -> dict[str, Any]:
 
 def bare_rq(bench: Bench, workers: int, simple: bool, count: int) -> dict[str, Any]:
     """The same number of no-op jobs through bare RQ workers of the same class on the same Redis."""
-    redis = bench.fresh_redis()
+    bench.fresh_redis()
     processes = start_rq_workers(bench, workers, simple)
+    jobs = [Queue.prepare_data(noop, result_ttl=300) for _ in range(count)]
+    starts = _drain(bench, processes, jobs)
+    per_second = rate(starts)
+    return {"jobs": len(starts), "per_second": round(per_second, 1), "per_worker": round(per_second / workers, 1)}
+
+
+def durable_rq(bench: Bench, workers: int, count: int) -> dict[str, Any]:
+    """The same number of no-op jobs through bare RQ SimpleWorkers, each recording its own run in a fresh
+    database of the run's kind (bench.durable): the least a scheduler with a durable history does."""
+    url = bench.scratch_database("durable-rq")
+    durable.create_table(url)
+    bench.fresh_redis()
+    processes = start_rq_workers(bench, workers, True, durable=url)
+    jobs = [Queue.prepare_data(durable.recorded_noop, args=(url,), result_ttl=300) for _ in range(count)]
+    starts = _drain(bench, processes, jobs)
+    recorded = durable.recorded(url)
+    if recorded != count:
+        raise RuntimeError(f"{recorded} of {count} jobs recorded a finished run")
+    per_second = rate(starts)
+    return {"jobs": len(starts), "recorded": recorded, "per_second": round(per_second, 1),
+            "per_worker": round(per_second / workers, 1)}
+
+
+def _drain(bench: Bench, processes: list[Process], jobs: list[Any]) -> list[float]:
+    """Enqueue `jobs` for the started bare workers, wait until all finished, stop the workers: each job's
+    start (epoch seconds, as RQ stamped it)."""
+    redis = bench.redis
     try:
         queue = Queue(BASELINE_QUEUE, connection=redis)
-        jobs = queue.enqueue_many([Queue.prepare_data(noop, result_ttl=300) for _ in range(count)])
-        ids = [job.id for job in jobs]
-
+        ids = [job.id for job in queue.enqueue_many(jobs)]
         finished = FinishedJobRegistry(queue=queue)
-        wait_for(lambda: finished.count >= count, 60 + count / 5, interval=0.5, what="the RQ backlog")
+        wait_for(lambda: finished.count >= len(ids), 60 + len(ids) / 5, interval=0.5, what="the RQ backlog")
         with redis.pipeline(transaction=False) as pipe:
             for job_id in ids:
                 pipe.hget(f"rq:job:{job_id}", "started_at")
-            starts = [epoch_of(started.decode()) for started in pipe.execute()]
+            return [epoch_of(started.decode()) for started in pipe.execute()]
     finally:
         stop_all(processes)
-    per_second = rate(starts)
-    return {"jobs": len(starts), "per_second": round(per_second, 1), "per_worker": round(per_second / workers, 1)}
 
 
 def epoch_of(rq_timestamp: str) -> float:
