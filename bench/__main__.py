@@ -233,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     targets = [r for r in rows if r["target"] and r.get("judged", True)]
     for r in targets:
         if r["pass"] is not True:
-            print(f"  {'FAIL' if r['pass'] is False else 'n/a '}: [{r['database']}] {r['scenario']}, {r['figure']}")
+            print(f"  {'FAIL' if r['pass'] is False else 'n/a '}: [{r['database']}] {r['scenario']}, {r['figure']} "
+                  f"vs {r['baseline']} ({r['target']})")
     held = sum(1 for r in targets if r["pass"])
     print(f"targets: {held} of {len(targets)} hold ({'all PASS' if document['all_targets_pass'] else 'some FAIL'}) "
           f"on {', '.join(databases)}; JSON in {args.out}")
