@@ -19,12 +19,13 @@ from typing import Any
 from rq import Queue
 
 import app.chain.link  # noqa: F401  (imported once here, not by every work horse)
-from app import create_app, ensure_schema
+from app import create_app
 from app.background import background_process_main, reconcile_once
 from app.chain import rows
 from app.chain.pool import Limits
-from app.chain.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
+from app.chain.workers import RecurPoolWorker, RecurSimpleWorker, RecurWorker
 from app.extensions import connect_redis, db
+from app.schema import ensure_schema
 
 log = logging.getLogger("recur.worker")
 

@@ -26,6 +26,7 @@ from app.chain.mover import Mover
 from app.extensions import db, get_queue, get_redis
 from app.notify import watch
 from app.outside_runs import waiting
+from app.reconcile_stats import count_pass
 from app.recovery import reconcile
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] 
             report["seconds"] = round(clock.monotonic() - started, 3)
         if report["links_repaired"] or report["runs_written_off"] or report["schedules_invalidated"]:
             log.warning("reconcile: %s", report)
-        _count(redis, report)
+        count_pass(redis, report)
         metrics.reconciled(report)
         return report
 
@@ -163,26 +164,6 @@ def start_waiting(app: Flask) -> None:
             waiting.start_waiting()
         finally:
             db.session.remove()
-
-
-STATS_KEY = "recur:stats"
-
-
-def _count(redis: Redis, report: dict[str, object]) -> None:
-    """Keep running totals of repairs, for /api/v1/health/ and for anyone with redis-cli."""
-    with redis.pipeline(transaction=False) as pipe:
-        pipe.hincrby(STATS_KEY, "reconcile_passes", 1)
-        pipe.hincrby(STATS_KEY, "links_repaired", int(str(report["links_repaired"])))
-        pipe.hincrby(STATS_KEY, "runs_written_off", int(str(report["runs_written_off"])))
-        pipe.hincrby(STATS_KEY, "schedules_invalidated", int(str(report["schedules_invalidated"])))
-        pipe.hset(STATS_KEY, mapping={"last_pass_at": clock.utcnow().isoformat(),
-                                      "last_pass_seconds": str(report["seconds"])})
-        pipe.execute()
-
-
-def read_stats(redis: Redis) -> dict[str, str]:
-    raw: dict[bytes, bytes] = redis.hgetall(STATS_KEY)  # type: ignore[assignment]
-    return {key.decode(): value.decode() for key, value in raw.items()}
 
 
 def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = None) -> None:

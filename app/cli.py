@@ -7,13 +7,14 @@ import json
 import click
 from flask import Flask, current_app
 
+from app.background import RECONCILE_LOCK, reconcile_once
+from app.schema import ensure_schema
+
 
 def init_app(app: Flask) -> None:
     @app.cli.command("init-db")
     def init_db() -> None:
         """Create the tables if they are missing."""
-        from app import ensure_schema
-
         ensure_schema(current_app._get_current_object())  # type: ignore[attr-defined]
         click.echo("schema ready")
 
@@ -24,8 +25,6 @@ def init_app(app: Flask) -> None:
         Runs under the reconcile lock the workers' passes take, so it never overlaps one; exits with
         status 1, doing nothing, while another process holds it.
         """
-        from app.background import RECONCILE_LOCK, reconcile_once
-
         report = reconcile_once(current_app._get_current_object())  # type: ignore[attr-defined]
         if report is None:
             click.echo(f"another process is reconciling (it holds {RECONCILE_LOCK}); nothing was done", err=True)

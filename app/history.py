@@ -7,8 +7,10 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from app.chain import planning
 from app.extensions import db
 from app.models import Run, RunStatus, ScheduledJob
+from app.policies import ticks_between
 
 _NOT_RUN = (RunStatus.MISSED.value, RunStatus.SKIPPED.value)
 
@@ -44,9 +46,6 @@ def _buffered(schedule: ScheduledJob) -> int:
     """Ticks of a backlog (catch_up=all, overlap=buffer_*) waiting to run: from next_run_at to run_through."""
     if schedule.run_through is None or schedule.next_run_at is None or schedule.next_run_at > schedule.run_through:
         return 0
-    from app.chain import planning
-    from app.policies import ticks_between
-
     try:
         spec = planning.spec_of(schedule)
     except Exception:

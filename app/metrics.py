@@ -18,9 +18,23 @@ from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, request
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+from rq import Worker
+from rq.registry import ScheduledJobRegistry
+from sqlalchemy import func, select
+
+from app.extensions import db, get_queue, get_redis
+from app.models import ScheduledJob, ScheduleStatus, Workflow
 
 log = logging.getLogger(__name__)
 
@@ -88,13 +102,6 @@ class StateCollector(Collector):
         self.app = app
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        from rq import Worker
-        from rq.registry import ScheduledJobRegistry
-        from sqlalchemy import func, select
-
-        from app.extensions import db, get_queue, get_redis
-        from app.models import ScheduledJob, ScheduleStatus
-
         schedules = GaugeMetricFamily("recur_schedules", "Schedules by status.", labels=["status"])
         counts = {status.value: 0 for status in ScheduleStatus}
         counts.update(dict(db.session.execute(  # type: ignore[arg-type,unused-ignore]
@@ -103,8 +110,6 @@ class StateCollector(Collector):
         for status, count in sorted(counts.items()):
             schedules.add_metric([status], count)
         yield schedules
-
-        from app.models import Workflow
 
         breakers = GaugeMetricFamily("recur_breaker_state", "1 for the state each workflow's circuit breaker is in "
                                      "(workflows with a breaker only).", labels=["workflow_id", "state"])
@@ -148,8 +153,6 @@ def scrape() -> Response:
                             {"WWW-Authenticate": 'Bearer realm="recur-metrics"', "Content-Type": "text/plain"})
     registry: Any = REGISTRY
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     else:

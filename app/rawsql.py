@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, StatementError
 from sqlalchemy.sql.expression import Executable
@@ -238,6 +239,4 @@ def _pipeline(connection: Any) -> Any:
     pipeline = getattr(dbapi, "pipeline", None)
     if pipeline is None:
         return None
-    import psycopg  # only here: the driver is psycopg
-
     return pipeline() if psycopg.Pipeline.is_supported() else None

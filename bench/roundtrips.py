@@ -90,7 +90,7 @@ def main() -> None:
     from app import clock
     from app.chain.mover import Mover
     from app.chain.pool import Limits
-    from app.chain.worker import RecurPoolWorker, RecurSimpleWorker
+    from app.chain.workers import RecurPoolWorker, RecurSimpleWorker
     from app.extensions import db, get_queue, get_redis
     from bench.stack import Bench, utc
 

@@ -24,9 +24,10 @@ from rq import Worker
 from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import Engine, make_url
 
-from app import create_app, ensure_schema
+from app import create_app
 from app.extensions import db
 from app.models import ScheduledJob, ScheduleStatus, Workflow
+from app.schema import ensure_schema
 from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
 
 BASELINE_QUEUE = "bench"

@@ -10,8 +10,9 @@ import pytest
 from flask import Flask
 from redis import Redis
 
-from app import clock, create_app, ensure_schema
+from app import clock, create_app
 from app.extensions import db
+from app.schema import ensure_schema
 from tests.databases import PostgresDatabases, SqliteDatabases
 from tests.pgcluster import POSTGRES_BIN, PgServer, single_server
 from tests.servers import RedisServer, print_logs_if_failed

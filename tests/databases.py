@@ -23,8 +23,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 
-from app import create_app, ensure_schema
+from app import create_app
 from app.extensions import db
+from app.schema import ensure_schema
 
 
 def migrate(url: str) -> None:

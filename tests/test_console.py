@@ -134,7 +134,8 @@ def test_the_api_opens_no_session_so_redis_being_down_is_still_a_503(database_ur
     """The console's signing key may live in Redis: the API must not need it (health answers 503, not 500)."""
     from redis import Redis
 
-    from app import create_app, ensure_schema
+    from app import create_app
+    from app.schema import ensure_schema
 
     app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     app.extensions["recur.redis"] = Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)

@@ -25,8 +25,9 @@ def test_a_database_that_cannot_give_a_connection_is_a_503_not_a_500(tmp_path: P
     the API answers 503 database_unavailable in its error shape."""
     import fakeredis
 
-    from app import create_app, ensure_schema
+    from app import create_app
     from app.extensions import db
+    from app.schema import ensure_schema
     from tests.tokens import token_for_app
 
     app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{tmp_path / 'one.db'}", "REDIS_URL": "redis://x",

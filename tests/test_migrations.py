@@ -11,9 +11,10 @@ from alembic.migration import MigrationContext
 from flask import Flask
 from sqlalchemy import select, text
 
-from app import create_app, ensure_schema
+from app import create_app
 from app.extensions import db
 from app.models import ScheduledJob, ScheduleStatus
+from app.schema import ensure_schema
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from sqlalchemy import select
 from app import clock
 from app.chain.ids import link_id
 from app.chain.mover import Mover
-from app.chain.worker import RecurWorker
+from app.chain.workers import RecurWorker
 from app.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus
 from tests.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids

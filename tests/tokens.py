@@ -29,8 +29,9 @@ def token_for_env(env: dict[str, str]) -> str:
     brought up to date and the token issued in this process, as `flask init-db` and `flask tokens create
     admin` do. Each of those commands is a Python process that imports the whole app, seconds per test on a
     loaded machine; that they work as the README says is checked once (token_from_cli's test)."""
-    from app import create_app, ensure_schema
+    from app import create_app
     from app.extensions import db
+    from app.schema import ensure_schema
 
     app = create_app({"DATABASE_URL": env["DATABASE_URL"], "REDIS_URL": env.get("REDIS_URL", "redis://unused")})
     ensure_schema(app)

@@ -12,11 +12,10 @@ from apispec.ext.marshmallow.common import resolve_schema_cls
 from flask import Blueprint, Flask, Response, current_app, send_from_directory
 from flask_smorest import Api
 
-from app.api import audit, health, owners, runs, schedules, tasks, webhooks, workflows  # noqa: F401  (their views)
+from app.api import audit, guard, health, owners, runs, schedules, tasks, webhooks, workflows  # noqa: F401  (their views)
 from app.api.blueprint import api
 from app.api.schemas.common import ErrorOut
 from app.api.schemas.workflows import KnownTask
-from app.auth import guard
 from app.tasks import task_names
 
 TITLE = "Recur API"

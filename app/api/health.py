@@ -13,9 +13,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.api.blueprint import api
 from app.api.schemas.fields import out
-from app.background import read_stats
 from app.extensions import db, get_redis
 from app.models import ScheduledJob, ScheduleStatus
+from app.reconcile_stats import read_stats
 
 
 class HealthOut(Schema):

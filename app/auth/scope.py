@@ -15,7 +15,7 @@ M = TypeVar("M")
 
 
 def caller() -> Owner:
-    """The owner the request's token names (set by app.auth.guard before any API view runs)."""
+    """The owner the request's token names (set by app.api.guard before any API view runs)."""
     owner: Owner = g.owner
     return owner
 

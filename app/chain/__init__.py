@@ -1,1 +1,10 @@
-"""The chain: a link's life from its id to its hand-off, the Redis side of links, and runs outside the chain."""
+"""The chain: a link's life, read in the order it is lived.
+
+ids (a link's job ID) -> claim (the fence and the policies at the tick's start: concurrency, gaps,
+workflow_breaker) -> run (prepare, execute the task's attempt, complete) -> finish (record the outcome;
+outcome holds the rules, finish_events what it tells the world) -> handoff (the successor link, from the
+committed row; planning makes it). rows holds the statements the claim and the finish run.
+The Redis side: redis_links (put, cancel, look up pending links), mover (due links onto the queue),
+leases, running (runs listed outside the schedule lease). The RQ workers: workers, pool, horse.
+Runs outside the chain (manual, backfill) are app.outside_runs, beside it.
+"""

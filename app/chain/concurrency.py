@@ -127,14 +127,14 @@ _CANCEL_OTHERS = rawsql.Statement(
 
 def cancel_others(tx: rawsql.Transaction, schedule_id: str, by_tick: datetime, now: datetime) -> list[str]:
     """overlap=cancel_other: every run of the schedule still going is recorded cancelled (its outcome,
-    when it comes, changes nothing: finishing is a compare-and-set on `running`). Returns what stop_jobs
+    when it comes, changes nothing: finishing is a compare-and-set on `running`). Returns what running.stop_jobs
     needs to stop them once this commits. Call it before inserting the caller's own run."""
-    rows = tx.execute(_CANCEL_OTHERS, {
+    cancelled = tx.execute(_CANCEL_OTHERS, {
         "p_schedule_id": schedule_id, "p_now": now,
         "p_error": f"cancelled: the tick of {by_tick.isoformat()} started (overlap cancel_other)",
     })
     return [f"{schedule_id} {run_id} {'-' if repeat is None else repeat} {retry} {worker or '-'}"
-            for run_id, repeat, retry, worker in rows]
+            for run_id, repeat, retry, worker in cancelled]
 
 
 def later(now: datetime, seconds: float = DEFER_SECONDS) -> datetime:

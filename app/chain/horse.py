@@ -1,7 +1,7 @@
 """A link the forking worker prepared (claimed, lease taken) before forking its work horse, handed to the
 horse; or to the pool worker's persistent work process (app.chain.pool) through an executor.
 
-Set by app.chain.worker around each job; read by the link's job (app.jobs) in the horse.
+Set by app.chain.workers around each job; read by the link's job (app.jobs) in the horse.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The work process of the default worker: one persistent process per worker that runs task after task.
 
 The worker forks it once, from its warm state, and sends it one task at a time over a pipe; the claim,
-the lease and the record of the outcome stay in the worker (app.chain.worker.RecurPoolWorker). A task
+the lease and the record of the outcome stay in the worker (app.chain.workers.RecurPoolWorker). A task
 that kills its process (a segfault, os._exit, the kernel's OOM killer), overruns its deadline (whatever
 it did with the timeout exception) or grows the process past the memory limit fails that attempt; the
 process is replaced before the next task. It is also recycled after `max_tasks` tasks, so a slow leak in
@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
+from flask import current_app, has_app_context
+
 from app import clock
 from app.chain.attempt import execute_task
+from app.extensions import db, get_redis
 from app.models import RunStatus
 
 log = logging.getLogger(__name__)
@@ -205,12 +208,8 @@ def _become_work_process(parent_pid: int) -> None:
 def _forget_parent_connections() -> None:
     """The work process must not use the worker's pooled database and Redis connections (two processes on
     one socket corrupt both conversations): it drops its copies and opens its own when a task needs them."""
-    from flask import current_app, has_app_context
-
     if not has_app_context():
         return
-    from app.extensions import db, get_redis
-
     with contextlib.suppress(Exception):
         db.engine.dispose(close=False)
     with contextlib.suppress(Exception):

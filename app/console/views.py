@@ -18,11 +18,11 @@ from app.api.schemas.fields import iso
 from app.api.schemas.workflows import WorkflowIn
 from app.auth import quotas
 from app.auth.scope import caller
-from app.background import read_stats
 from app.chain import planning
 from app.console import chart, forms, session
 from app.extensions import db, get_queue, get_redis
 from app.models import ScheduledJob, ScheduleStatus, Workflow
+from app.reconcile_stats import read_stats
 from app.tasks import task_names
 
 console = Blueprint("console", __name__, template_folder="templates", static_folder="static",

@@ -1,5 +1,5 @@
 """The dead man's switch: schedules whose expected tick has not succeeded within alert_after_seconds
-become `late`, once, with one schedule.missed event; their next success (app.chain.state) makes them `ok`
+become `late`, once, with one schedule.missed event; their next success (app.chain.finish) makes them `ok`
 again with schedule.recovered. Checked by whichever Recur process holds the watch lock (app.notify.watch):
 web processes included, so it fires when every worker is gone, Redis was emptied or a task hangs."""
 

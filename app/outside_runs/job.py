@@ -65,14 +65,15 @@ class Started:
 
 
 def run_job(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overlap: str | None,
-         backfill_id: str | None, attempt: int, waiting_since: float | None) -> str:
+            backfill_id: str | None, attempt: int, waiting_since: float | None) -> str:
+    """The run's job (app.jobs.run_outside): list it as running, start it, run its task; or park it."""
     job = get_current_job()
     worker = job.worker_name if job is not None else None
     this_job = job.id if job is not None else outside_job_id(run_id, attempt)
     logs.bind(schedule_id=schedule_id, run_id=run_id, repeat=None, retry=None, worker=worker)
     try:
         now = clock.utcnow()
-        with get_redis().pipeline() as pipe:  # listed before the row exists: see reap()
+        with get_redis().pipeline() as pipe:  # listed before the row exists: see reaper.reap()
             list_running(schedule_id, run_id, this_job, now, pipe)
             pipe.hdel(QUEUED_KEY, run_id)
             pipe.execute()
@@ -81,7 +82,7 @@ def run_job(schedule_id: str, run_id: str, nominal: datetime, trigger: str, over
             if started == "wait":
                 since = waiting_since if waiting_since is not None else now.timestamp()
                 park(Parked(run_id, schedule_id, nominal.isoformat(), trigger, overlap, backfill_id, attempt,
-                              since))
+                            since))
                 return "waiting"
             running.unlist(run_id)
             if started == RunStatus.SKIPPED.value and backfill_id:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from flask import current_app
+
+from app.notify import guard, send
 from app.tasks.registry import TaskEvent, task
 
 
@@ -42,10 +45,6 @@ def flaky(event: TaskEvent) -> str:
 def webhook(event: TaskEvent) -> int:
     """POST the run's event to payload `url`, signed with payload `secret` (whsec_...) when given, under the
     webhooks' timeout and outbound-address guard; anything but a 2xx answer fails the run."""
-    from flask import current_app
-
-    from app.notify import guard, send
-
     payload = _payload(event)
     url = payload.get("url")
     if not isinstance(url, str) or not url:

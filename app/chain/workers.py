@@ -25,6 +25,7 @@ from app.chain import horse
 from app.chain.finish import write_off
 from app.chain.handoff import hand_off
 from app.chain.ids import parse_link_id
+from app.chain.pool import Limits, WorkProcess
 from app.chain.redis_links import LINK_FUNC
 from app.chain.run import Prepared, complete, prepare
 from app.extensions import db
@@ -309,8 +310,6 @@ class RecurPoolWorker(RecurWorker):
     Jobs that are not links (runs outside the chain, other RQ jobs) get a work horse forked as before."""
 
     def __init__(self, *args: Any, limits: Any = None, **kwargs: Any) -> None:
-        from app.chain.pool import Limits, WorkProcess
-
         super().__init__(*args, **kwargs)
         self.work_process = WorkProcess(limits or Limits())
 
