@@ -43,7 +43,8 @@ def test_the_document_is_valid_openapi_and_covers_every_api_route(client):
     assert answer.status_code == 200 and answer.mimetype == "application/json"
     document = answer.get_json()
     validate(document)
-    documented = {(path, method.upper()) for path, ops in document["paths"].items() for method in ops}
+    documented = {(path, method.upper()) for path, ops in document["paths"].items() for method in ops
+                  if method != "parameters"}  # a path's own parameters, shared by its operations
     routes = {(re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule), method)
               for rule in client.application.url_map.iter_rules() if rule.rule.startswith("/api/v1/")
               for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}}
@@ -174,13 +175,20 @@ def test_flask_errors_of_a_live_server_are_in_the_error_shape(web):
         _error_shape(status, headers, body)
 
 
-def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str) -> dict[str, Any]:
+def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str,
+                  config_extra: str = "") -> dict[str, Any]:
     """Run schemathesis's CLI against the live server; returns its verdict and the requests it sent."""
     cassette = tmp_path / f"{name}.yaml"
+    config = tmp_path / f"{name}.toml"
+    # schemathesis's error feedback (learning from 4xx bodies) makes up properties such as `not_on.0` ...
+    # `not_on.13` and sends them in cases it counts as valid, though the document forbids unknown properties
+    # (additionalProperties: false); refused, they would read as the document's schemas disagreeing with
+    # the API's validation. Without it, every case the fuzzer counts as valid is valid by the document.
+    config.write_text("[phases.fuzzing]\nerror-feedback = { enabled = false }\n" + config_extra)
     examples = os.environ.get("RECUR_CONTRACT_EXAMPLES", "40")
     st = str(Path(sys.executable).parent / "st")
     result = subprocess.run(
-        [st, "run", f"{web.base}/api/openapi.json", "--url", web.base,
+        [st, "--config-file", str(config), "run", f"{web.base}/api/openapi.json", "--url", web.base,
          "-H", f"Authorization: Bearer {token}",
          "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
                      "response_schema_conformance",
@@ -194,6 +202,7 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str) 
     statuses = [int(i["response"]["status"]["code"]) for i in interactions]
     print(f"schemathesis {name}: {len(interactions)} requests, {len(operations)} distinct method+URL, "
           f"statuses {sorted(set(statuses))}")
+    print(output[-2500:])  # schemathesis's summary (with -s)
     return {"returncode": result.returncode, "output": output, "requests": len(interactions), "statuses": statuses}
 
 
@@ -239,11 +248,20 @@ def test_the_live_server_keeps_its_contract_under_schemathesis(web, tmp_path):
         worker.stop()
     # Revoking tokens and deleting owners may revoke the very token the run uses: they run apart, last,
     # with a token of their own, so the rest of the run keeps its access.
-    apart = ["api_revoke_token", "api_delete_owner"]
+    # Setting quotas may set the caller's own to 0, and deleting a workflow takes the one every new schedule
+    # names: either refuses every create after it, so they run apart too.
+    apart = ["delete_token", "delete_owner", "patch_owner", "delete_workflow"]
     main = _schemathesis(web, tmp_path, "main", web.token, *_each("--exclude-operation-id", apart))
     assert main["returncode"] == 0, main["output"][-6000:]
+    # The document's schemas are the ones the views validate with: no operation refuses everything it is sent.
+    assert "schema validation mismatch" not in main["output"].lower(), main["output"][-6000:]
     second = flask_command(web.env, "tokens", "create", "admin").strip().splitlines()[-1]
-    last = _schemathesis(web, tmp_path, "revoking", second, *_each("--include-operation-id", apart))
+    # An owner to delete: otherwise the only owner the run knows is the admin itself, whom it may not delete.
+    spare = _post(web, "/api/v1/owners/", {"name": "deleted by schemathesis"})["id"]
+    last = _schemathesis(web, tmp_path, "revoking", second, *_each("--include-operation-id", apart),
+                         config_extra=f'[[operations]]\ninclude-operation-id = "delete_owner"\n'
+                                      f"parameters = {{ owner_id = {spare} }}\n")
     assert last["returncode"] == 0, last["output"][-6000:]
+    assert "schema validation mismatch" not in last["output"].lower(), last["output"][-6000:]
     assert all(status < 500 for status in main["statuses"] + last["statuses"])
     assert main["requests"] > 200

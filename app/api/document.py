@@ -36,6 +36,17 @@ ERRORS = {
 }
 
 
+class RulesPlugin(MarshmallowPlugin):
+    """apispec's marshmallow plugin, adding what a schema says of itself beyond its fields (`openapi_rules`)."""
+
+    def schema_helper(self, name: Any, _: Any, schema: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
+        document = super().schema_helper(name, _, schema=schema, **kwargs)  # type: ignore[no-untyped-call]
+        rules = getattr(resolve_schema_cls(schema), "openapi_rules", None) if schema is not None else None
+        if document is not None and rules is not None:
+            document.update(rules(bool(getattr(schema, "partial", False))))
+        return document
+
+
 class RecurApi(Api):  # type: ignore[misc]
     """flask-smorest's Api, answering errors in Recur's shape (app.api.errors handles every error)."""
 
@@ -49,7 +60,7 @@ class RecurApi(Api):  # type: ignore[misc]
 def init_app(app: Flask) -> None:
     """Register the API's blueprint and write its operations into the document."""
     document = RecurApi(spec_kwargs={
-        "marshmallow_plugin": MarshmallowPlugin(schema_name_resolver=schema_name),
+        "marshmallow_plugin": RulesPlugin(schema_name_resolver=schema_name),
         "title": TITLE, "version": VERSION, "openapi_version": "3.0.3",
         "info": {"description": "Recurring jobs as self-rescheduling RQ chains. Every operation but health needs "
                                 "`Authorization: Bearer <token>`."}})

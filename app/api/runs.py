@@ -12,7 +12,7 @@ from sqlalchemy import select
 from app import clock, extra_runs
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found, validation_error
-from app.api.schedules import schedule_or_404
+from app.api.schedules import known_schedule, schedule_or_404
 from app.api.schemas.common import PageIn
 from app.api.schemas.fields import iso
 from app.api.schemas.runs import (
@@ -35,6 +35,8 @@ _PLAN = BackfillPlanOut()
 
 @api.route("/schedules/<schedule_id>/runs/", endpoint="schedule_runs")
 class ScheduleRuns(MethodView):
+    decorators = [known_schedule]
+
     @api.arguments(PageIn, location="query")
     @api.response(200, RunPage)
     @api.errors(404)
@@ -45,6 +47,8 @@ class ScheduleRuns(MethodView):
 
 @api.route("/schedules/<schedule_id>/trigger/", endpoint="schedule_trigger")
 class ScheduleTrigger(MethodView):
+    decorators = [known_schedule]
+
     @api.arguments(TriggerIn, required=False)
     @api.arguments(IdempotencyIn, location="headers")
     @api.response(202, TriggeredOut)
@@ -68,6 +72,8 @@ class ScheduleTrigger(MethodView):
 
 @api.route("/schedules/<schedule_id>/backfill/", endpoint="schedule_backfill")
 class ScheduleBackfill(MethodView):
+    decorators = [known_schedule]
+
     @api.arguments(BackfillIn)
     @api.response(202, BackfillOut)
     @api.alt_response(200, schema=BackfillPlanOut, description="A dry run: the times it would run.", success=True)
@@ -97,6 +103,8 @@ class ScheduleBackfill(MethodView):
 
 @api.route("/schedules/<schedule_id>/backfills/", endpoint="schedule_backfills")
 class ScheduleBackfills(MethodView):
+    decorators = [known_schedule]
+
     @api.response(200, BackfillPage)
     @api.errors(404)
     def get(self, schedule_id: str) -> dict[str, list[Backfill]]:
@@ -108,6 +116,8 @@ class ScheduleBackfills(MethodView):
 
 @api.route("/schedules/<schedule_id>/backfills/<backfill_id>/", endpoint="schedule_backfill_item")
 class ScheduleBackfillItem(MethodView):
+    decorators = [known_schedule]
+
     @api.response(200, BackfillOut)
     @api.errors(404)
     def delete(self, schedule_id: str, backfill_id: str) -> Backfill:

@@ -4,7 +4,9 @@ to statuses."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar, cast
 
 from flask.views import MethodView
 from sqlalchemy import select
@@ -31,6 +33,8 @@ from app.extensions import db
 from app.models import ScheduledJob
 from app.queries import Page, ScheduleFilter, is_schedule_id, owned_schedule, schedule_page
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 def schedule_or_404(schedule_id: str) -> ScheduledJob:
     """The caller's schedule; another owner's is as absent as one that never was (404)."""
@@ -38,6 +42,18 @@ def schedule_or_404(schedule_id: str) -> ScheduledJob:
     if schedule is None:
         raise not_found("schedule", schedule_id)
     return schedule
+
+
+def known_schedule(view: F) -> F:
+    """A MethodView's decorator: 404 for a schedule the caller does not own, before anything of the request
+    is read (an unknown schedule is not found whatever the body says)."""
+
+    @wraps(view)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        schedule_or_404(kwargs["schedule_id"])
+        return view(*args, **kwargs)
+
+    return cast(F, checked)
 
 
 def detail(schedule: ScheduledJob, with_history: bool = False) -> Joined:
@@ -109,6 +125,8 @@ class SchedulePreview(MethodView):
 
 @api.route("/schedules/<schedule_id>/", endpoint="schedule")
 class ScheduleItem(MethodView):
+    decorators = [known_schedule]
+
     @api.response(200, ScheduleDescribeOut)
     @api.errors(404)
     def get(self, schedule_id: str) -> Joined:
@@ -133,6 +151,8 @@ class ScheduleItem(MethodView):
 
 @api.route("/schedules/<schedule_id>/pause/", endpoint="schedule_pause")
 class SchedulePause(MethodView):
+    decorators = [known_schedule]
+
     @api.arguments(PauseIn, required=False)
     @api.response(200, ScheduleDetailOut)
     @api.errors(404)
@@ -147,10 +167,15 @@ class SchedulePause(MethodView):
 
 @api.route("/schedules/<schedule_id>/resume/", endpoint="schedule_resume")
 class ScheduleResume(MethodView):
+    decorators = [known_schedule]
+
     @api.response(200, ScheduleDetailOut)
-    @api.errors(404)
+    @api.errors(404, 422)
     def post(self, schedule_id: str) -> Joined:
-        """Resume a schedule"""
+        """Resume a schedule
+
+        A schedule whose timing has no run after now is not resumed (422).
+        """
         return detail(serviced(schedules.resume, schedule_or_404(schedule_id).id, clock.utcnow()))
 
 

@@ -36,8 +36,9 @@ class Instant(fields.AwareDateTime):
         return parsed  # as given: callers round up to whole seconds (never early), not down to milliseconds
 
 
-def instant(**kwargs: Any) -> Instant:
-    return Instant(default_timezone=UTC, **kwargs)
+def instant(example: str | None = None, **kwargs: Any) -> Instant:
+    """An instant in a request, with an example for the document."""
+    return Instant(default_timezone=UTC, metadata={"example": example} if example else {}, **kwargs)
 
 
 def iso(moment: datetime | None) -> str | None:

@@ -17,7 +17,7 @@ class TokenIn(Schema):
         unknown = RAISE
 
     name = fields.String(required=True, validate=validate.Length(min=1, max=200))
-    expires_at = instant(allow_none=True)
+    expires_at = instant("2030-01-01T00:00:00Z", allow_none=True)
 
 
 class OwnerIn(Schema):

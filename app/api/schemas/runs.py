@@ -74,8 +74,8 @@ class BackfillIn(Schema):
     class Meta:
         unknown = RAISE
 
-    start = instant(required=True)
-    end = instant(required=True)
+    start = instant("2026-01-01T00:00:00Z", required=True)
+    end = instant("2026-01-02T00:00:00Z", required=True)
     overlap = fields.String(allow_none=True, validate=validate.OneOf([p.value for p in OverlapPolicy]))
     dry_run = fields.Boolean(load_default=False)
 

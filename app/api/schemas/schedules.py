@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC
 from typing import Any
+from zoneinfo import available_timezones
 
 from flask import current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from app import timing
 from app.api.schemas.common import OwnedPageIn, page_of
-from app.api.schemas.fields import INT_MAX, Iso, instant, iso, out, whole
+from app.api.schemas.fields import INT_MAX, Instant, Iso, instant, iso, out, whole
 from app.api.schemas.runs import RunBriefOut
 from app.models import PAUSE_NOTE_MAX, OnExhausted, ScheduledJob, ScheduleStatus
 from app.policies import CatchUpPolicy, OverlapPolicy
@@ -33,26 +35,48 @@ def _payload_size(value: Any) -> None:
         raise ValidationError(f"is {size} bytes as JSON; at most {limit} bytes allowed (RECUR_MAX_PAYLOAD_BYTES)")
 
 
+# The kinds of timing, with their JSON types: a new schedule (and a preview) gives exactly one of them.
+KINDS = {"interval_seconds": "integer", "every": "string", "cron": "string", "rrule": "string", "at": "string",
+         "after_seconds": "integer"}
+WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
 class TimingIn(Schema):
     """The timing fields of a schedule. Exactly one kind of timing is checked by app.schedules/app.timing."""
 
     class Meta:
         unknown = RAISE
 
+    @staticmethod
+    def openapi_rules(partial: bool) -> dict[str, Any]:
+        """What the document says beyond the fields (app.api.document): a create gives exactly one kind."""
+        if partial:
+            return {}
+        return {"oneOf": [{"required": [kind], "properties": {kind: {"type": json_type}}}  # given, and not null
+                          for kind, json_type in KINDS.items()]}
+
     # null for a kind means "not given" when creating; a PATCH refuses it (app.schedules.update)
     interval_seconds = whole(1, timing.MAX_INTERVAL_SECONDS, allow_none=True)
-    every = fields.String(allow_none=True, validate=validate.Length(min=1, max=64))
-    cron = fields.String(allow_none=True, validate=validate.Length(min=1, max=200))
+    every = fields.String(allow_none=True, validate=validate.Length(min=1, max=64), metadata={
+        "pattern": r"^\s*([0-9]+\s*[smhdwSMHDW]|[Ss]econdly|[Mm]inutely|[Hh]ourly|[Dd]aily|[Ww]eekly)\s*$",
+        "example": "15m"})
+    cron = fields.String(allow_none=True, validate=validate.Length(min=1, max=200), metadata={"example": "0 3 * * *"})
     day_or = fields.Boolean()
-    rrule = fields.String(allow_none=True, validate=validate.Length(min=1, max=6500))
-    at = instant(allow_none=True)
+    rrule = fields.String(allow_none=True, validate=validate.Length(min=1, max=6500), metadata={
+        "example": "FREQ=WEEKLY;BYDAY=MO,WE,FR;BYHOUR=9;BYMINUTE=0"})
+    at = Instant(default_timezone=UTC, allow_none=True, metadata={"example": "2030-01-01T09:00:00Z"})
     after_seconds = whole(1, MAX_AFTER_SECONDS, allow_none=True)
-    anchor_date = instant(allow_none=True)
-    timezone = fields.String(validate=validate.Length(min=1, max=64))
-    start_at = instant(allow_none=True)
-    end_at = instant(allow_none=True)
-    only_between = fields.String(allow_none=True, validate=validate.Length(max=32))  # its column's width
-    not_on = fields.List(fields.Raw(), allow_none=True, validate=validate.Length(max=14))
+    anchor_date = instant("2026-01-01T00:00:00Z", allow_none=True)
+    timezone = fields.String(validate=validate.Length(min=1, max=64), metadata={
+        "enum": sorted(available_timezones()), "example": "Europe/Berlin"})
+    start_at = instant("2026-01-01T00:00:00Z", allow_none=True)
+    end_at = instant("2036-01-01T00:00:00Z", allow_none=True)
+    only_between = fields.String(allow_none=True, validate=validate.Length(max=32), metadata={  # its column's width
+        "pattern": r"^\s*([01]?[0-9]|2[0-3]):[0-5][0-9]\s*-\s*([01]?[0-9]|2[0-3]):[0-5][0-9]\s*$",
+        "example": "09:00-17:00"})
+    not_on = fields.List(fields.Raw(metadata={"anyOf": [{"type": "integer", "minimum": 0, "maximum": 7},
+                                                        {"type": "string", "enum": list(WEEKDAYS)}]}),
+                         allow_none=True, validate=validate.Length(max=14), metadata={"example": ["sat", "sun"]})
     jitter_seconds = whole(0, timing.MAX_JITTER_SECONDS)
 
     @validates_schema
@@ -83,7 +107,7 @@ class ScheduleIn(TimingIn):
     name = fields.String(required=True, validate=validate.Length(min=1, max=200))
     key = _key_field(allow_none=True)
     description = fields.String(allow_none=True, validate=validate.Length(max=10_000))
-    workflow_id = whole(1, INT_MAX, required=True)
+    workflow_id = whole(1, INT_MAX, required=True, metadata={"example": 1})
     trigger_node_id = fields.String(allow_none=True, validate=validate.Length(max=200))
     total_repeats = whole(0, INT_MAX)  # 0: no limit
     max_retries = whole(0, MAX_RETRIES)

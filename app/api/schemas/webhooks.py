@@ -17,11 +17,17 @@ class WebhookIn(Schema):
     class Meta:
         unknown = RAISE
 
-    url = fields.String(required=True, validate=validate.Length(min=1, max=2000))
+    url = fields.String(required=True, validate=validate.Length(min=1, max=2000), metadata={
+        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://", "example": "https://1.1.1.1/recur-events",
+        "description": "http or https; a host that resolves to a loopback, private, link-local or metadata "
+                       "address is refused unless it is in RECUR_WEBHOOK_ALLOW_HOSTS"})
     event_types = fields.List(fields.String(validate=validate.OneOf(EVENT_TYPES)), required=True,
+                              metadata={"example": ["run.failed", "schedule.dead"]},
                               validate=validate.Length(min=1, max=len(EVENT_TYPES)))
     secret = fields.String(allow_none=True, validate=validate.Length(min=10, max=200),
-                           metadata={"description": "whsec_ + base64 of 16 to 64 bytes; made for you if left out"})
+                           metadata={"description": "whsec_ + base64 of 16 to 64 bytes; made for you if left out",
+                                     "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$",
+                                     "example": "whsec_cmVjdXItZXhhbXBsZS1zZWNyZXQtMjRi"})
 
 
 class WebhookOut(Schema):
