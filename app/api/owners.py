@@ -8,9 +8,9 @@ from typing import Any
 from flask.views import MethodView
 from sqlalchemy import delete, select
 
-from app import clock, schedules
+from app import accounts, clock, schedules
 from app.api.blueprint import api
-from app.api.errors import ApiError, not_found
+from app.api.errors import ApiError, not_found, validation_error
 from app.api.schemas.common import PageIn
 from app.api.schemas.fields import Joined
 from app.api.schemas.owners import (
@@ -86,9 +86,8 @@ class TokenItem(MethodView):
         token = db.session.get(ApiToken, token_id) if token_id <= INT_MAX else None
         if token is None or token.owner_id != caller().id:
             raise not_found("token", token_id)
-        if token.revoked_at is None:
-            token.revoked_at = clock.utcnow()
-            db.session.commit()
+        accounts.revoke(token, clock.utcnow())
+        db.session.commit()
 
 
 @api.route("/owners/", endpoint="owners")
@@ -107,14 +106,13 @@ class Owners(MethodView):
     def post(self, data: dict[str, Any]) -> Joined:
         """Create an owner and its first token (admin)"""
         admin_only()
-        if db.session.scalar(select(Owner).where(Owner.name == data["name"])) is not None:
-            raise ApiError(422, "validation_error", "The request body is invalid.",
-                           {"name": [f"an owner named {data['name']!r} exists already"]})
         now = clock.utcnow()
-        owner = Owner(name=data["name"], is_admin=data["is_admin"], created_at=now)
-        db.session.add(owner)
-        db.session.flush()
-        issued = issue(owner, "first token", now)
+        try:
+            issued = accounts.create_owner(data["name"], data["is_admin"], now)
+        except accounts.NameTaken as exc:
+            raise validation_error({"name": [str(exc)]}) from exc
+        owner = db.session.get(Owner, issued.token.owner_id)
+        assert owner is not None
         record_owner(owner, caller(), "owner.created", now, {"is_admin": owner.is_admin})
         db.session.commit()
         return Joined(owner, token=Joined(issued.token, token=issued.secret))

@@ -6,7 +6,7 @@ import click
 from flask import Flask
 from sqlalchemy import func, select
 
-from app import clock
+from app import accounts, clock
 from app.auth.models import ApiToken, Owner
 from app.auth.tokens import issue
 from app.extensions import db
@@ -21,15 +21,13 @@ def init_app(app: Flask) -> None:
     @click.option("--admin", is_flag=True, help="the owner sees and manages everything")
     def create_owner(name: str, admin: bool) -> None:
         """Create an owner and its first token; the token is the last line printed, and is shown only once."""
-        if db.session.scalar(select(Owner).where(Owner.name == name)) is not None:
-            raise click.ClickException(f"an owner named {name!r} exists already")
-        now = clock.utcnow()
-        owner = Owner(name=name, is_admin=admin, created_at=now)
-        db.session.add(owner)
-        db.session.flush()
-        issued = issue(owner, "first token", now)
+        try:
+            issued = accounts.create_owner(name, admin, clock.utcnow())
+        except accounts.NameTaken as exc:
+            raise click.ClickException(str(exc)) from exc
         db.session.commit()
-        click.echo(f"owner {owner.id} {name!r} created{' (admin)' if admin else ''}; its token, shown only once:")
+        made = f"owner {issued.token.owner_id} {name!r} created{' (admin)' if admin else ''}"
+        click.echo(f"{made}; its token, shown only once:")
         click.echo(issued.secret)
 
     @owners.command("bootstrap")
@@ -69,9 +67,8 @@ def init_app(app: Flask) -> None:
         token = db.session.get(ApiToken, token_id)
         if token is None:
             raise click.ClickException(f"no token {token_id}")
-        if token.revoked_at is None:
-            token.revoked_at = clock.utcnow()
-            db.session.commit()
+        accounts.revoke(token, clock.utcnow())
+        db.session.commit()
         click.echo(f"token {token_id} revoked")
 
     app.cli.add_command(owners)
