@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Select, func, or_, select
 
+from app import schedules
 from app.auth.scope import get_owned, scoped
+from app.chain import planning
 from app.extensions import db
 from app.models import Run, ScheduledJob, Workflow
 
@@ -103,6 +106,23 @@ def recent_runs(schedule_ids: list[str], per_schedule: int) -> dict[str, list[Ru
     for run in runs:
         out[run.schedule_id].append(run)
     return out
+
+
+def timing_text(schedule: ScheduledJob) -> str:
+    """What a schedule's timing says in words. A row whose timing no longer builds (stored before today's
+    checks, or made invalid) says so: a read never fails on it."""
+    try:
+        return planning.spec_of(schedule).describe()
+    except Exception as exc:
+        return f"invalid timing: {exc}"
+
+
+def upcoming(schedule: ScheduledJob, now: datetime, count: int = 10) -> list[datetime]:
+    """A schedule's next nominal times; none for a row whose timing no longer builds."""
+    try:
+        return schedules.next_runs(schedule, now, count)
+    except Exception:
+        return []
 
 
 def schedules_per_workflow() -> dict[int, dict[str, int]]:

@@ -28,10 +28,10 @@ from app.api.schemas.schedules import (
     SchedulePage,
 )
 from app.auth.scope import caller, scoped
-from app.chain import planning
 from app.extensions import db
 from app.models import ScheduledJob
-from app.queries import Page, ScheduleFilter, is_schedule_id, owned_schedule, schedule_page
+from app.queries import Page, ScheduleFilter, is_schedule_id, owned_schedule, schedule_page, timing_text
+from app.queries import upcoming as next_times
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,12 +59,8 @@ def known_schedule(view: F) -> F:
 def detail(schedule: ScheduledJob, with_history: bool = False) -> Joined:
     """A schedule joined with what its timing says and its next nominal times (ScheduleDetailOut), and, for a
     read, what its run history adds up to (ScheduleDescribeOut)."""
-    now = clock.utcnow()
-    try:
-        description = planning.spec_of(schedule).describe()
-        upcoming = [iso(t) for t in schedules.next_runs(schedule, now)]
-    except Exception as exc:  # a row stored before today's checks, or one made invalid: show it, never fail the read
-        description, upcoming = f"invalid timing: {exc}", []
+    description = timing_text(schedule)
+    upcoming = [iso(t) for t in next_times(schedule, clock.utcnow())]
     if with_history:
         return Joined(schedule, timing_description=description, next_runs=upcoming, stats=history.stats(schedule),
                       recent_runs=history.recent(schedule))

@@ -18,7 +18,6 @@ from app.api.schemas.fields import iso
 from app.api.schemas.workflows import WorkflowIn
 from app.auth import quotas
 from app.auth.scope import caller
-from app.chain import planning
 from app.console import chart, forms, session
 from app.extensions import db, get_queue, get_redis
 from app.models import ScheduledJob, ScheduleStatus, Workflow
@@ -106,13 +105,6 @@ def home() -> BaseResponse:
 
 # --- schedules -----------------------------------------------------------------------------------
 
-def _description(schedule: ScheduledJob) -> str:
-    try:
-        return planning.spec_of(schedule).describe()
-    except Exception as exc:  # a stored timing that no longer builds: shown, never a failed page
-        return f"invalid timing: {exc}"
-
-
 @console.get("/schedules")
 @session.signed_in
 def schedule_list() -> Page:
@@ -126,7 +118,7 @@ def schedule_list() -> Page:
     rows, total = found.items, found.total
     strips = queries.recent_runs([s.id for s in rows], STRIP)
     names = {w.id: w.name for w in queries.workflows()}
-    items = [{"schedule": s, "description": _description(s), "runs": strips.get(s.id, []),
+    items = [{"schedule": s, "description": queries.timing_text(s), "runs": strips.get(s.id, []),
               "workflow": names.get(s.workflow_id, s.workflow_id)} for s in rows]
     return render_template("schedules.html", items=items, total=total, page=page, pages=max(1, -(-total // PAGE)),
                            filters=filters, workflows=names, statuses=[s.value for s in ScheduleStatus])
@@ -137,10 +129,7 @@ def schedule_list() -> Page:
 def schedule_page(schedule_id: str) -> Page:
     schedule = _owned(schedule_id)
     now = clock.utcnow()
-    try:
-        upcoming = schedules.next_runs(schedule, now, 10)
-    except Exception:
-        upcoming = []
+    upcoming = queries.upcoming(schedule, now)
     page = max(1, request.args.get("page", 1, type=int))
     found = queries.run_page(schedule, PAGE, (page - 1) * PAGE)
     runs, total = found.items, found.total
@@ -149,7 +138,7 @@ def schedule_page(schedule_id: str) -> Page:
                           (r.finished_at - r.started_at).total_seconds() if r.finished_at else None, r.status)
               for r in recent]
     workflow = db.session.get(Workflow, schedule.workflow_id)
-    return render_template("schedule.html", s=schedule, description=_description(schedule), upcoming=upcoming,
+    return render_template("schedule.html", s=schedule, description=queries.timing_text(schedule), upcoming=upcoming,
                            runs=runs, total=total, page=page, pages=max(1, -(-total // PAGE)),
                            chart=chart.timeline(points), workflow=workflow, stats=history.stats(schedule))
 
