@@ -6,9 +6,8 @@ from typing import Any
 
 from flask import Flask
 
-from app import cli, clock, console, extensions, logs, metrics
+from app import accounts_cli, cli, clock, console, extensions, logs, metrics
 from app.api import document, errors
-from app.auth import cli as auth_cli
 from app.config import INSTANCE_DIR, Settings, flask_config
 from app.notify import models as notify_models  # noqa: F401  (registers the tables)
 from app.tasks import load_task_modules
@@ -30,7 +29,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     errors.init_app(app)
     document.init_app(app)  # the API's blueprint, guarded by app.api.guard, and its OpenAPI document
     cli.init_app(app)
-    auth_cli.init_app(app)
+    accounts_cli.init_app(app)
     metrics.init_app(app)
     console.init_app(app)
     return app
