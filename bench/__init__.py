@@ -1,1 +1,1 @@
-"""Recur's benchmark: `python -m bench` (see bench/README_PERFORMANCE.md)."""
+"""Recur's benchmark: `python -m bench` (see docs/benchmarks.md and docs/performance.md)."""

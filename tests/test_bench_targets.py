@@ -1,4 +1,4 @@
-"""bench.targets: the README's table of targets from several runs' JSON."""
+"""bench.targets: the docs' table of targets (docs/performance.md) from several runs' JSON."""
 
 from bench.report import build_rows
 from bench.targets import at_least, table
