@@ -212,7 +212,8 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
 class Run(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "runs"
     __table_args__ = (
-        Index("ix_runs_schedule_started", "schedule_id", "started_at"),
+        # A schedule's runs newest first, in a total order: a page after a cursor is one index range.
+        Index("ix_runs_schedule_started", "schedule_id", "started_at", "id"),
         # One attempt per tick, enforced by the database too: the run history is the proof of exactly-once.
         UniqueConstraint("schedule_id", "repeat_number", "retry_number", name="uq_runs_tick"),
         # What runs now, per schedule: a handful of rows, so its upkeep is small. Overlap, concurrency

@@ -10,13 +10,17 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Select, func, or_, select
 
-from app import schedules
+from app import cursors, schedules
 from app.auth.scope import get_owned, scoped
 from app.chain import planning
 from app.extensions import db
 from app.models import Run, ScheduledJob, Workflow
 
 M = TypeVar("M")
+# A schedule's runs: `total` counts at most TOTAL_CAP rows (through the index) and says when it stopped there;
+# an offset goes at most MAX_RUN_OFFSET rows deep. Deeper pages follow the cursor of the page before.
+TOTAL_CAP = 10_000
+MAX_RUN_OFFSET = 10_000
 INT_MAX = 2**31 - 1  # PostgreSQL's INTEGER: a larger id names no row, and the databases refuse to compare it
 # Schedule ids are lower-case UUIDs; anything else (a NUL, 5,000 characters) names no schedule, and is never
 # sent to the database, which may refuse it (PostgreSQL refuses NUL in text).
@@ -25,10 +29,13 @@ _SCHEDULE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 
 @dataclass(frozen=True)
 class Page:
-    """A page of rows and how many rows all the pages hold."""
+    """A page of rows and how many rows all the pages hold (at least `total` when `total_capped`), with the
+    cursor of the page after it (None: no row follows) where the list is read through one."""
 
     items: list[Any]
     total: int
+    total_capped: bool = False
+    next: str | None = None
 
 
 def page(statement: Select[Any], limit: int, offset: int) -> Page:
@@ -85,11 +92,20 @@ def schedule_page(filters: ScheduleFilter, limit: int, offset: int) -> Page:
     return page(statement.order_by(ScheduledJob.created_at.desc(), ScheduledJob.id), limit, offset)
 
 
-def run_page(schedule: ScheduledJob, limit: int, offset: int) -> Page:
-    """Runs of a schedule the caller owns (found with owned_schedule), newest first."""
+def run_page(schedule: ScheduledJob, limit: int, offset: int = 0, after: cursors.After | None = None) -> Page:
+    """Runs of a schedule the caller owns (found with owned_schedule), newest first, from `after` (a cursor)
+    on: limit + 1 rows of one range of ix_runs_schedule_started (schedule_id, started_at, id), and a count
+    of at most TOTAL_CAP + 1 entries of the same index."""
     statement = select(Run).where(Run.schedule_id == schedule.id)
-    return page(statement.order_by(Run.started_at.desc(), Run.repeat_number.desc(), Run.retry_number.desc()),
-                limit, offset)
+    if after is not None:  # started_at <= t bounds the index range; the rows at t itself are few
+        statement = statement.where(Run.started_at <= after.started_at,
+                                    or_(Run.started_at < after.started_at, Run.id < after.id))
+    rows = list(db.session.scalars(statement.order_by(Run.started_at.desc(), Run.id.desc())
+                                   .offset(offset).limit(limit + 1)))
+    following = cursors.encode(rows[limit - 1].started_at, rows[limit - 1].id) if len(rows) > limit else None
+    counted = int(db.session.scalar(select(func.count()).select_from(
+        select(Run.id).where(Run.schedule_id == schedule.id).limit(TOTAL_CAP + 1).subquery())) or 0)
+    return Page(rows[:limit], min(counted, TOTAL_CAP), counted > TOTAL_CAP, following)
 
 
 def recent_runs(schedule_ids: list[str], per_schedule: int) -> dict[str, list[Run]]:

@@ -264,15 +264,21 @@ def delete(schedule_ids: tuple[str, ...]) -> None:
 @schedules.command("runs")
 @click.argument("schedule_id")
 @click.option("--limit", type=int, default=20, show_default=True)
-@click.option("--offset", type=int, default=0)
+@click.option("--offset", type=int, default=0, help="Skip this many runs (at most 10,000; deeper: --cursor).")
+@click.option("--cursor", default=None, help="Start after the page that printed this cursor.")
 @json_option
-def runs(schedule_id: str, limit: int, offset: int) -> None:
-    """A schedule's run history, newest first."""
-    page = current().client.get(f"/schedules/{schedule_id}/runs/", limit=limit, offset=offset)
+def runs(schedule_id: str, limit: int, offset: int, cursor: str | None) -> None:
+    """A schedule's run history, newest first, a page at a time through --cursor."""
+    query: dict[str, Any] = {"limit": limit, "offset": offset}
+    if cursor:
+        query["cursor"] = cursor
+    page = current().client.get(f"/schedules/{schedule_id}/runs/", **query)
     if current().json:
         output.emit_json(page)
         return
     output.table(page["items"], RUN_COLUMNS, empty="no runs yet")
+    if page.get("next"):
+        click.echo(f"(older runs: --cursor {page['next']})")
 
 
 @schedules.command("preview")

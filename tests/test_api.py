@@ -128,7 +128,7 @@ def test_list_filters_and_pagination(client):
     _assert_error(client.get("/api/v1/schedules/?limit=0"), 422, "limit")
     _assert_error(client.get("/api/v1/schedules/?status=sleeping"), 422, "status")
     runs = client.get(f"/api/v1/schedules/{ids[1]}/runs/").json
-    assert runs == {"items": [], "total": 0}
+    assert runs == {"items": [], "total": 0, "total_capped": False, "next": None}
     _assert_error(client.get("/api/v1/schedules/nope/runs/"), 404)
 
 

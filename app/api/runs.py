@@ -13,7 +13,6 @@ from app import clock, extra_runs
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found, validation_error
 from app.api.schedules import known_schedule, schedule_or_404
-from app.api.schemas.common import PageIn
 from app.api.schemas.fields import iso
 from app.api.schemas.runs import (
     BackfillIn,
@@ -22,6 +21,7 @@ from app.api.schemas.runs import (
     BackfillPlanOut,
     IdempotencyIn,
     RunPage,
+    RunPageIn,
     TriggeredOut,
     TriggerIn,
 )
@@ -37,12 +37,17 @@ _PLAN = BackfillPlanOut()
 class ScheduleRuns(MethodView):
     decorators = [known_schedule]
 
-    @api.arguments(PageIn, location="query")
+    @api.arguments(RunPageIn, location="query")
     @api.response(200, RunPage)
     @api.errors(404)
     def get(self, query: dict[str, Any], schedule_id: str) -> Page:
-        """A schedule's runs, newest first"""
-        return run_page(schedule_or_404(schedule_id), query["limit"], query["offset"])
+        """A schedule's runs, newest first
+
+        Each page is read through an index, however long the history: `next` is the cursor of the page
+        after it (null on the last), `total` counts at most 10,000 runs (`total_capped` says when there are
+        more), and `offset` goes at most 10,000 runs deep.
+        """
+        return run_page(schedule_or_404(schedule_id), query["limit"], query["offset"], query.get("cursor"))
 
 
 @api.route("/schedules/<schedule_id>/trigger/", endpoint="schedule_trigger")

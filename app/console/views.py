@@ -13,7 +13,7 @@ from flask import Blueprint, Response, abort, current_app, flash, g, redirect, r
 from redis.exceptions import RedisError
 from werkzeug.wrappers import Response as BaseResponse
 
-from app import clock, extra_runs, history, queries, schedules, workflows
+from app import clock, cursors, extra_runs, history, queries, schedules, workflows
 from app.api.schemas.fields import iso
 from app.api.schemas.workflows import WorkflowIn
 from app.auth import quotas
@@ -130,16 +130,19 @@ def schedule_page(schedule_id: str) -> Page:
     schedule = _owned(schedule_id)
     now = clock.utcnow()
     upcoming = queries.upcoming(schedule, now)
-    page = max(1, request.args.get("page", 1, type=int))
-    found = queries.run_page(schedule, PAGE, (page - 1) * PAGE)
-    runs, total = found.items, found.total
+    try:  # the page after a cursor of this page's "Older" link; a cursor not ours shows the newest runs
+        after = cursors.decode(request.args.get("after", ""))
+    except ValueError:
+        after = None
+    found = queries.run_page(schedule, PAGE, after=after)
     recent = queries.recent_runs([schedule.id], per_schedule=60)[schedule.id]
     points = [chart.Point(r.scheduled_for, (r.started_at - r.scheduled_for).total_seconds(),
                           (r.finished_at - r.started_at).total_seconds() if r.finished_at else None, r.status)
               for r in recent]
     workflow = db.session.get(Workflow, schedule.workflow_id)
     return render_template("schedule.html", s=schedule, description=queries.timing_text(schedule), upcoming=upcoming,
-                           runs=runs, total=total, page=page, pages=max(1, -(-total // PAGE)),
+                           runs=found.items, total=found.total, total_capped=found.total_capped,
+                           older=found.next, newest=after is not None,
                            chart=chart.timeline(points), workflow=workflow, stats=history.stats(schedule))
 
 
