@@ -216,7 +216,9 @@ class ScheduleOut(Schema):
 
 
 class ScheduleStatsOut(Schema):
-    """What the run history says, counted: runs taken by trigger, ticks missed by reason, skips."""
+    """What the recent run history says, counted over the schedule's newest `window` rows: runs taken by
+    trigger, ticks missed by reason, skips. `running` counts every run running now; the whole history's
+    counters are the schedule's run_count and error_count."""
 
     runs = out(fields.Integer())
     runs_by_trigger = out(fields.Dict(keys=fields.String(), values=fields.Integer()))
@@ -225,6 +227,9 @@ class ScheduleStatsOut(Schema):
     ticks_skipped = out(fields.Dict(keys=fields.String(), values=fields.Integer()))
     running = out(fields.Integer())
     buffered = out(fields.Integer())
+    window = out(fields.Integer(metadata={"description": "The most rows (newest first) the counts cover."}))
+    window_full = out(fields.Boolean(metadata={
+        "description": "true: the history holds at least `window` rows, and older ones are not counted."}))
 
 
 class ScheduleDetailOut(ScheduleOut):
