@@ -33,11 +33,12 @@ class Api:
         self.base = base
         self.token = token
 
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def call(self, method: str, path: str, body: Any = None,
+             headers: dict[str, str] | None = None) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data=data, method=method,
                                          headers={"Content-Type": "application/json",
-                                                  "Authorization": f"Bearer {self.token}"})
+                                                  "Authorization": f"Bearer {self.token}", **(headers or {})})
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 raw = response.read()

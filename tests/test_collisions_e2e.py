@@ -4,10 +4,7 @@ policy driven through HTTP and read back from the run history and the task bodie
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,19 +25,6 @@ NO_THIRD_RUN_SECONDS = 2.0  # after the two manual runs of two keys, no third fo
 
 def _t(instant: str | None) -> datetime | None:
     return None if instant is None else datetime.fromisoformat(instant.replace("Z", "+00:00"))
-
-
-def _call(stack: Stack, method: str, path: str, body: Any = None,
-          headers: dict[str, str] | None = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(stack.api.base + path, data=data, method=method, headers={
-        "Content-Type": "application/json", "Authorization": f"Bearer {stack.api.token}", **(headers or {})})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            raw = response.read()
-            return response.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"null")
 
 
 def _executions(log: Path) -> Counter[tuple[str, str]]:
@@ -216,10 +200,10 @@ def test_trigger_twice_with_one_idempotency_key_starts_one_run(stack: Stack) -> 
     schedule_id = _schedule(stack, workflow, "daily", cron=f"0 {(datetime.now(UTC).hour + 12) % 24} * * *")
     stack.api.ok("POST", f"/api/v1/schedules/{schedule_id}/pause/")  # a paused schedule can be triggered
     path = f"/api/v1/schedules/{schedule_id}/trigger/"
-    first = _call(stack, "POST", path, headers={"Idempotency-Key": "deploy-42"})
-    second = _call(stack, "POST", path, headers={"Idempotency-Key": "deploy-42"})
+    first = stack.api.call("POST", path, headers={"Idempotency-Key": "deploy-42"})
+    second = stack.api.call("POST", path, headers={"Idempotency-Key": "deploy-42"})
     assert first[0] == second[0] == 202 and first[1] == second[1]
-    other = _call(stack, "POST", path, headers={"Idempotency-Key": "deploy-43"})
+    other = stack.api.call("POST", path, headers={"Idempotency-Key": "deploy-43"})
     assert other[0] == 202 and other[1]["run_id"] != first[1]["run_id"]
 
     def manual_runs() -> list[dict[str, Any]]:
@@ -241,10 +225,10 @@ def test_backfill_of_a_past_hour_of_a_ten_minute_cron(stack: Stack) -> None:
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
     body = {"start": hour.isoformat(), "end": (hour + timedelta(hours=1)).isoformat()}
     expected = [(hour + timedelta(minutes=10 * i)).isoformat().replace("+00:00", "Z") for i in range(6)]
-    status, plan = _call(stack, "POST", f"/api/v1/schedules/{schedule_id}/backfill/", {**body, "dry_run": True})
+    status, plan = stack.api.call("POST", f"/api/v1/schedules/{schedule_id}/backfill/", {**body, "dry_run": True})
     assert status == 200 and plan["times"] == expected and plan["total"] == 6
     assert [r for r in stack.api.runs(schedule_id) if r["trigger"] == "backfill"] == []  # the dry run ran nothing
-    status, backfill = _call(stack, "POST", f"/api/v1/schedules/{schedule_id}/backfill/", body)
+    status, backfill = stack.api.call("POST", f"/api/v1/schedules/{schedule_id}/backfill/", body)
     assert status == 202 and backfill["total"] == 6
 
     def done() -> bool:
@@ -262,7 +246,7 @@ def test_backfill_of_a_past_hour_of_a_ten_minute_cron(stack: Stack) -> None:
     # created a second before a ten-minute mark, its first tick comes due during the test.)
     bodies = _executions(log)
     assert [bodies[(schedule_id, (hour + timedelta(minutes=10 * i)).isoformat())] for i in range(6)] == [1] * 6
-    too_long = _call(stack, "POST", f"/api/v1/schedules/{schedule_id}/backfill/",
+    too_long = stack.api.call("POST", f"/api/v1/schedules/{schedule_id}/backfill/",
                      {"start": hour.isoformat(), "end": (hour + timedelta(days=8)).isoformat()})
     assert too_long[0] == 422 and "end" in too_long[1]["errors"]
 
