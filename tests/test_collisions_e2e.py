@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.servers import wait_for
-from tests.stack import Stack
+from tests.stack import Stack, parse_instant
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +24,7 @@ NO_THIRD_RUN_SECONDS = 2.0  # after the two manual runs of two keys, no third fo
 
 
 def _t(instant: str | None) -> datetime | None:
-    return None if instant is None else datetime.fromisoformat(instant.replace("Z", "+00:00"))
+    return None if instant is None else parse_instant(instant)
 
 
 def _executions(log: Path) -> Counter[tuple[str, str]]:
