@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 
 from app.extensions import connect_redis, db, get_queue, get_redis
 from app.models import Backfill, Run
+from app.outside_runs.backfills import backfill_run_id, continue_backfill, start_backfill
 from app.recovery import reconcile
 from tests.chain_driver import make_schedule
 from tests.servers import free_port
@@ -74,3 +75,29 @@ def test_a_backfill_whose_next_run_was_lost_is_taken_up_by_the_reconciler(real_a
     assert _backfill(backfill_id) == ("done", 6)
     runs = db.session.scalars(select(Run).where(Run.backfill_id == backfill_id).order_by(Run.started_at)).all()
     assert [r.scheduled_for for r in runs] == times  # each once, in order
+
+
+def test_a_backfill_goes_on_once_per_ended_run_however_many_processes_see_it_end(real_app):
+    """The run's own job and a reconciler pass that saw the same run end both go on from it: the backfill
+    starts its next run once, and never skips one (the race left 15:10 to run after 15:20, and the
+    backfill done with its last run never run)."""
+    schedule = make_schedule(datetime.now(UTC), cron="*/10 * * * *")
+    times = [HOUR + timedelta(minutes=10 * i) for i in range(3)]
+    backfill = Backfill(schedule_id=schedule.id, start_at=HOUR, end_at=HOUR + timedelta(minutes=30), overlap=None,
+                        times=[t.isoformat() for t in times], total=3, started=0, status="running",
+                        created_at=datetime.now(UTC))
+    db.session.add(backfill)
+    db.session.commit()
+    backfill_id = backfill.id
+    start_backfill(backfill_id)
+    _work(real_app, max_jobs=1)  # the first run ends; its job goes on to the second
+    assert _backfill(backfill_id) == ("running", 1)
+    continue_backfill(backfill_id, backfill_run_id(backfill_id, 0), datetime.now(UTC))  # a pass that saw it end
+    continue_backfill(backfill_id, backfill_run_id(backfill_id, 0), datetime.now(UTC))
+    current = db.session.get(Backfill, backfill_id, populate_existing=True)
+    assert current is not None and current.started == 1
+    db.session.rollback()
+    _work(real_app)
+    assert _backfill(backfill_id) == ("done", 3)
+    runs = db.session.scalars(select(Run).where(Run.backfill_id == backfill_id).order_by(Run.started_at)).all()
+    assert [r.scheduled_for for r in runs] == times

@@ -63,14 +63,20 @@ def backfill_run_id(backfill_id: str, index: int) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"recur-backfill:{backfill_id}:{index}"))
 
 
-def continue_backfill(backfill_id: str, now: datetime) -> None:
-    """After one of a backfill's runs ended: start the next (one at a time), or mark the backfill done."""
+def continue_backfill(backfill_id: str, ended_run_id: str, now: datetime) -> None:
+    """After the backfill's run `ended_run_id` ended: start the next (one at a time), or mark the backfill
+    done. Only from its current run: the run's own job and a reconciler pass may both see the same run end,
+    and the second must not go on from the run the first started (that skipped a run)."""
     rows.end_session_transaction()
     backfill = db.session.get(Backfill, backfill_id, populate_existing=True)
     if backfill is None or backfill.status != "running":
         db.session.rollback()
         return
     started = backfill.started
+    at_once = backfill.overlap == OverlapPolicy.ALLOW_ALL
+    if not at_once and backfill_run_id(backfill_id, started) != ended_run_id:
+        db.session.rollback()
+        return
     db.session.rollback()
     with rawsql.transaction(db.engine) as tx:
         row = tx.first(_ADVANCE_BACKFILL, {"p_id": backfill_id, "p_started": started})
@@ -114,15 +120,15 @@ def resume_backfills(now: datetime) -> list[str]:
     for run_id, status in db.session.execute(select(_RUNS.c.id, _RUNS.c.status).where(_RUNS.c.id.in_(list(due)))):
         ended[run_id] = status != RunStatus.RUNNING.value
     db.session.rollback()
-    to_continue = {backfill.id for run_id, (backfill, _) in due.items()
+    to_continue = {backfill.id: run_id for run_id, (backfill, _) in due.items()
                    if ended.get(run_id) and backfill.overlap != OverlapPolicy.ALLOW_ALL}
     for backfill in backfills:  # allow_all: ends when all its runs ended
         at_once = backfill.overlap == OverlapPolicy.ALLOW_ALL
         if at_once and all(ended.get(backfill_run_id(backfill.id, i)) for i in range(backfill.total)):
             with rawsql.transaction(db.engine) as tx:
                 tx.execute(_FINISH_BACKFILL, {"p_id": backfill.id, "p_now": now})
-    for backfill_id in to_continue:
-        continue_backfill(backfill_id, now)
+    for backfill_id, run_id in to_continue.items():
+        continue_backfill(backfill_id, run_id, now)
     rowless = [run_id for run_id in due if run_id not in ended]
     lost = [run_id for run_id, on_its_way in zip(rowless, on_its_way(redis, rowless), strict=True) if not on_its_way]
     lost_of = {due[run_id][0].schedule_id for run_id in lost}

@@ -86,7 +86,7 @@ def run_job(schedule_id: str, run_id: str, nominal: datetime, trigger: str, over
                 return "waiting"
             running.unlist(run_id)
             if started == RunStatus.SKIPPED.value and backfill_id:
-                continue_backfill(backfill_id, now)
+                continue_backfill(backfill_id, run_id, now)
             return started
         if started.to_stop:
             running.stop_jobs(list(started.to_stop))
@@ -113,7 +113,7 @@ def _execute(schedule_id: str, run_id: str, nominal: datetime, trigger: str, bac
         finish_run(run_id, status, error, clock.utcnow())
     running.unlist(run_id)
     if backfill_id:
-        continue_backfill(backfill_id, clock.utcnow())
+        continue_backfill(backfill_id, run_id, clock.utcnow())
     try:  # a slot may have freed: parked runs need not wait for the next periodic pass
         start_waiting()
     except (RedisError, SQLAlchemyError) as exc:  # the periodic pass will

@@ -36,7 +36,7 @@ def reap(now: datetime, grace: timedelta, leases_tell: bool = True) -> list[str]
             written_off.append(run_id)
             redis.hdel(OUTSIDE_KEY, run_id)
             if backfill_id:
-                continue_backfill(backfill_id, now)
+                continue_backfill(backfill_id, run_id, now)
         elif status not in (None, RunStatus.RUNNING.value) or (
                 status is None and now.timestamp() - float(listed_at) > grace.total_seconds() * 4):
             redis.hdel(OUTSIDE_KEY, run_id)  # ended, or its job died before its row was written
