@@ -43,15 +43,14 @@ class Triggered:
 def trigger(schedule: ScheduledJob, owner_id: int, now: datetime, overlap: str | None = None,
             key: str | None = None) -> Triggered:
     """Start one manual run now. With `key`, a repeat of the request gets the first answer and starts
-    nothing more; the run's ID comes from the key, so a first answer whose process died before enqueueing
-    is enqueued again (a second start of one run ID is a no-op)."""
-    if key is None:
-        run_id = str(uuid.uuid4())
-    else:
-        first = _first(owner_id, key, schedule)
+    nothing more; the run's ID is in the key's row, so a first answer whose process died before enqueueing
+    is enqueued again (a second start of one run ID is a no-op). A key pruned after RECUR_KEEP_RUNS_DAYS
+    is a new request: a new run, with a new ID."""
+    run_id = str(uuid.uuid4())
+    if key is not None:
+        first = _first(owner_id, key, schedule, now)
         if first is not None:
             return first
-        run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"recur-trigger:{owner_id}:{key}"))
         get_redis().ping()  # refuse before writing anything if the run could not be enqueued
         db.session.add(TriggerRequest(owner_id=owner_id, idempotency_key=key, schedule_id=schedule.id,
                                       run_id=run_id, scheduled_for=now, created_at=now))
@@ -59,7 +58,7 @@ def trigger(schedule: ScheduledJob, owner_id: int, now: datetime, overlap: str |
             db.session.commit()
         except IntegrityError:  # the same key, at the same moment, from another request: its answer stands
             db.session.rollback()
-            first = _first(owner_id, key, schedule)
+            first = _first(owner_id, key, schedule, now)
             if first is None:
                 raise
             return first
@@ -67,14 +66,20 @@ def trigger(schedule: ScheduledJob, owner_id: int, now: datetime, overlap: str |
     return Triggered(run_id, now)
 
 
-def _first(owner_id: int, key: str, schedule: ScheduledJob) -> Triggered | None:
+# A keyed run with no row this soon after its request was never started (its process died before the
+# enqueue, or it waits in the queue): a retry enqueues it again. Later, no row means the run was pruned
+# (a schedule keeps its runs at least a day), and it must not run again.
+REENQUEUE_WITHIN = timedelta(days=1)
+
+
+def _first(owner_id: int, key: str, schedule: ScheduledJob, now: datetime) -> Triggered | None:
     first = db.session.scalar(select(TriggerRequest).where(
         (TriggerRequest.owner_id == owner_id) & (TriggerRequest.idempotency_key == key)))
     if first is None:
         return None
     if first.schedule_id != schedule.id:
         raise KeyReused(key)
-    if db.session.get(Run, first.run_id) is None:
+    if now - first.created_at < REENQUEUE_WITHIN and db.session.get(Run, first.run_id) is None:
         enqueue(schedule.id, first.run_id, first.scheduled_for, RunTrigger.MANUAL.value, None,
                         schedule.timeout_seconds)
     return Triggered(first.run_id, first.scheduled_for)

@@ -254,7 +254,7 @@ class BreakerTransition(db.Model):  # type: ignore[name-defined,misc]
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"), index=True)
     from_state: Mapped[str] = mapped_column(String(16))
     to_state: Mapped[str] = mapped_column(String(16))
-    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)  # retention: with the audit trail
     reason: Mapped[str] = mapped_column(Text)
     by: Mapped[str] = mapped_column(String(200))  # "system", or the owner (and token) who reset it
 
@@ -291,4 +291,5 @@ class TriggerRequest(db.Model):  # type: ignore[name-defined,misc]
     schedule_id: Mapped[str] = mapped_column(ForeignKey("scheduled_jobs.id", ondelete="CASCADE"))
     run_id: Mapped[str] = mapped_column(String(36))
     scheduled_for: Mapped[datetime] = mapped_column(UTCDateTime())
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # Retention: a key is remembered as long as runs are kept (RECUR_KEEP_RUNS_DAYS).
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)

@@ -7,6 +7,7 @@ pass; what is left waits for the next pass (the walk over schedules resumes at t
 
 Never deleted: a running run, the run a schedule's running_run_id names, a schedule's newest
 RECUR_KEEP_RUNS_MIN runs, a running backfill or its runs, a pending delivery or its event and attempts.
+A workflow's breaker history goes with the audit trail; a trigger's Idempotency-Key after RECUR_KEEP_RUNS_DAYS.
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ from sqlalchemy import Delete, Select, delete, exists, func, select
 
 from app.auth.models import ConsoleSession, OwnerEvent, ScheduleEvent
 from app.extensions import db
-from app.models import Backfill, Run, RunStatus, ScheduledJob
+from app.models import Backfill, BreakerTransition, Run, RunStatus, ScheduledJob, TriggerRequest
 from app.notify.models import Delivery, DeliveryAttempt, Event
 from app.policies import retention as policy
 from app.policies.retention import Retention
 
 # The tables a pass deletes from: the `table` label of recur_pruned_rows_total (a fixed, bounded set).
 TABLES = ("runs", "backfills", "delivery_attempts", "deliveries", "events", "schedule_events", "owner_events",
-          "console_sessions")
+          "console_sessions", "breaker_transitions", "trigger_requests")
 FINISHED_DELIVERIES = ("delivered", "failed", "dropped")
 
 
@@ -86,6 +87,16 @@ def prune(now: datetime, retention: Retention, batch: int, max_batches: int, cur
             ScheduleEvent.at < audit).order_by(ScheduleEvent.at), batch, max_batches, renew)
         report.rows["owner_events"] = _in_batches(OwnerEvent, select(OwnerEvent.id).where(
             OwnerEvent.at < audit).order_by(OwnerEvent.at), batch, max_batches, renew)
+        # A workflow's breaker history is audit too (its state is on the workflow): ix_breaker_transitions_at.
+        report.rows["breaker_transitions"] = _in_batches(BreakerTransition, select(BreakerTransition.id).where(
+            BreakerTransition.at < audit).order_by(BreakerTransition.at), batch, max_batches, renew)
+
+    # An Idempotency-Key is remembered as long as runs are kept by default: a retry after that starts a new
+    # run (the one it would replay may be gone). ix_trigger_requests_created_at.
+    keys = policy.cutoff(now, retention.runs_days)
+    if keys is not None:
+        report.rows["trigger_requests"] = _in_batches(TriggerRequest, select(TriggerRequest.id).where(
+            TriggerRequest.created_at < keys).order_by(TriggerRequest.created_at), batch, max_batches, renew)
 
     # ix_console_sessions_expires_at (0013): a session past its expiry can never be used again.
     report.rows["console_sessions"] = _in_batches(ConsoleSession, select(ConsoleSession.id).where(

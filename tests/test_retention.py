@@ -12,7 +12,7 @@ from sqlalchemy import event, func, select
 from app.auth.models import ApiToken, ConsoleSession, OwnerEvent, ScheduleEvent
 from app.background import PRUNE_LOCK, PRUNED_KEY, prune_once
 from app.extensions import db, get_redis
-from app.models import Backfill, Run, ScheduledJob, Workflow
+from app.models import Backfill, BreakerTransition, Run, ScheduledJob, TriggerRequest, Workflow
 from app.notify.models import Delivery, DeliveryAttempt, Event
 from app.policies.retention import Retention, cutoff, runs_boundary, runs_cutoff
 from app.retention import prune
@@ -225,6 +225,26 @@ def test_audit_rows_go_after_a_year_and_expired_console_sessions_go(app) -> None
     assert report.rows["console_sessions"] == 1
 
 
+def test_breaker_history_goes_with_the_audit_trail_and_idempotency_keys_with_the_runs(app) -> None:
+    workflow_id = _workflow()
+    _schedule(workflow_id, "s-keys")
+    for days in (400, 366, 300):
+        db.session.add(BreakerTransition(workflow_id=workflow_id, from_state="closed", to_state="open", at=ago(days),
+                                         reason="5 failures", by="system"))
+    for days in (45, 31, 29):
+        db.session.add(TriggerRequest(owner_id=1, idempotency_key=f"deploy-{days}", schedule_id="s-keys",
+                                      run_id=f"run-{days}", scheduled_for=ago(days), created_at=ago(days)))
+    db.session.commit()
+
+    report = prune(NOW, Retention(runs_days=30, audit_days=365), batch=500, max_batches=10)
+
+    assert [row.at for row in db.session.scalars(select(BreakerTransition))] == [ago(300)]
+    assert [row.idempotency_key for row in db.session.scalars(select(TriggerRequest))] == ["deploy-29"]
+    assert report.rows["breaker_transitions"] == 2 and report.rows["trigger_requests"] == 2
+    kept_for_ever = prune(NOW, Retention(runs_days=0, audit_days=0), batch=500, max_batches=10)
+    assert kept_for_ever.rows["breaker_transitions"] == kept_for_ever.rows["trigger_requests"] == 0
+
+
 def test_a_pass_stops_after_its_batches_and_the_next_resumes_where_it_stopped(app) -> None:
     workflow_id = _workflow()
     for name in ("s-a", "s-b", "s-c"):
@@ -272,7 +292,7 @@ def test_every_statement_of_a_pass_reads_through_an_index(app) -> None:
     deletes = [statement for statement, _ in statements if statement.startswith("DELETE")]
     assert {statement.split()[2] for statement in deletes} == {
         "runs", "backfills", "delivery_attempts", "deliveries", "events", "schedule_events", "owner_events",
-        "console_sessions"}
+        "console_sessions", "breaker_transitions", "trigger_requests"}
     with db.engine.connect() as connection:
         for statement, parameters in statements:
             plan = [row[3] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
