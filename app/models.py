@@ -96,13 +96,15 @@ def _uuid() -> str:
 
 class Workflow(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "workflows"
-    __table_args__ = {"sqlite_autoincrement": True}  # DESIGN 14: ids are never reused
+    # An owner's workflows a page at a time, in id order: one range of (owner_id, id).
+    __table_args__ = (Index("ix_workflows_owner", "owner_id", "id"),
+                      {"sqlite_autoincrement": True})  # DESIGN 14: ids are never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     task: Mapped[str] = mapped_column(String(200))
     owner_id: Mapped[int] = mapped_column(
-        ForeignKey("owners.id", ondelete="CASCADE", name="fk_workflows_owner_id"), index=True)
+        ForeignKey("owners.id", ondelete="CASCADE", name="fk_workflows_owner_id"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     # Runs of this workflow's schedules at once, across every worker (NULL: no limit).
     max_concurrent_runs: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -124,7 +126,11 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     # a pass over 100,000 schedules took 8.8 s, over 10,000 0.46 s).
     # A key names a schedule for its owner (recur apply matches by it); NULLs are distinct, so unkeyed
     # schedules are unconstrained on both databases.
+    # The schedules list, newest first a page at a time: one range of (owner_id, created_at, id), or of
+    # (created_at, id) for an admin's whole list.
     __table_args__ = (Index("ix_scheduled_jobs_status_id", "status", "id"),
+                      Index("ix_scheduled_jobs_owner_created", "owner_id", "created_at", "id"),
+                      Index("ix_scheduled_jobs_created", "created_at", "id"),
                       UniqueConstraint("owner_id", "key", name="uq_scheduled_jobs_owner_key"))
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)
@@ -133,7 +139,7 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"), index=True)
     owner_id: Mapped[int] = mapped_column(
-        ForeignKey("owners.id", ondelete="CASCADE", name="fk_scheduled_jobs_owner_id"), index=True)
+        ForeignKey("owners.id", ondelete="CASCADE", name="fk_scheduled_jobs_owner_id"))
     trigger_node_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     interval_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
     total_repeats: Mapped[int] = mapped_column(Integer, default=0)
@@ -263,9 +269,11 @@ class Backfill(db.Model):  # type: ignore[name-defined,misc]
     """A run of a schedule's nominal times over a range, one after another, outside the chain."""
 
     __tablename__ = "backfills"
+    # A schedule's backfills, newest first a page at a time: one range of (schedule_id, created_at, id).
+    __table_args__ = (Index("ix_backfills_schedule_created", "schedule_id", "created_at", "id"),)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)
-    schedule_id: Mapped[str] = mapped_column(ForeignKey("scheduled_jobs.id", ondelete="CASCADE"), index=True)
+    schedule_id: Mapped[str] = mapped_column(ForeignKey("scheduled_jobs.id", ondelete="CASCADE"))
     start_at: Mapped[datetime] = mapped_column(UTCDateTime())
     end_at: Mapped[datetime] = mapped_column(UTCDateTime())
     overlap: Mapped[str | None] = mapped_column(String(16), nullable=True)

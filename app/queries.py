@@ -8,19 +8,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, func, or_, select
+from sqlalchemy import Select, and_, func, or_, select
+from sqlalchemy.types import TypeDecorator
 
 from app import cursors, schedules
+from app.auth.models import ApiToken, Owner, OwnerEvent, ScheduleEvent
 from app.auth.scope import get_owned, scoped
 from app.chain import planning
 from app.extensions import db
-from app.models import Run, ScheduledJob, Workflow
+from app.models import Backfill, Run, ScheduledJob, Workflow
+from app.notify.models import DeliveryAttempt, Webhook
 
 M = TypeVar("M")
-# A schedule's runs: `total` counts at most TOTAL_CAP rows (through the index) and says when it stopped there;
-# an offset goes at most MAX_RUN_OFFSET rows deep. Deeper pages follow the cursor of the page before.
+# Every list: `total` counts at most TOTAL_CAP rows (through the index of its order) and says when it stopped
+# there; an offset goes at most MAX_OFFSET rows deep. Deeper pages follow the cursor of the page before.
 TOTAL_CAP = 10_000
-MAX_RUN_OFFSET = 10_000
+MAX_OFFSET = 10_000
+MAX_RUN_OFFSET = MAX_OFFSET
 INT_MAX = 2**31 - 1  # PostgreSQL's INTEGER: a larger id names no row, and the databases refuse to compare it
 # Schedule ids are lower-case UUIDs; anything else (a NUL, 5,000 characters) names no schedule, and is never
 # sent to the database, which may refuse it (PostgreSQL refuses NUL in text).
@@ -30,7 +34,7 @@ _SCHEDULE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 @dataclass(frozen=True)
 class Page:
     """A page of rows and how many rows all the pages hold (at least `total` when `total_capped`), with the
-    cursor of the page after it (None: no row follows) where the list is read through one."""
+    cursor of the page after it (None: no row follows)."""
 
     items: list[Any]
     total: int
@@ -38,10 +42,76 @@ class Page:
     next: str | None = None
 
 
-def page(statement: Select[Any], limit: int, offset: int) -> Page:
-    """The page [offset, offset + limit) of an ordered statement's rows, and their total."""
-    total = db.session.scalar(select(func.count()).select_from(statement.order_by(None).subquery()))
-    return Page(list(db.session.scalars(statement.limit(limit).offset(offset))), int(total or 0))
+@dataclass(frozen=True)
+class Order:
+    """A list's order: the columns of its sort key, the last one unique, all read one way. An index holds
+    them, after the columns the list's rows share (schedule_id, owner_id), so a page is one range of it."""
+
+    columns: tuple[Any, ...]
+    descending: bool = True
+
+    @property
+    def shape(self) -> cursors.Shape:
+        """The types of the key's parts, to read a cursor of this list."""
+        return tuple(_stored(column.type).python_type for column in self.columns)
+
+    def by(self) -> list[Any]:
+        return [column.desc() if self.descending else column.asc() for column in self.columns]
+
+    def key_of(self, row: Any) -> cursors.Key:
+        return tuple(getattr(row, column.key) for column in self.columns)
+
+    def after(self, key: cursors.Key) -> Any:
+        """The rows that follow `key` in this order. Written as k1 <= v1 AND (k1 < v1 OR ...) rather than a
+        row comparison, so that both databases bound the index range by the first column."""
+
+        def following(columns: tuple[Any, ...], values: cursors.Key) -> Any:
+            column, value = columns[0], values[0]
+            beyond = column < value if self.descending else column > value
+            if len(columns) == 1:
+                return beyond
+            reached = column <= value if self.descending else column >= value
+            return and_(reached, or_(beyond, following(columns[1:], values[1:])))
+
+        return following(self.columns, key)
+
+
+def _stored(kind: Any) -> Any:
+    """The database type under a decorated one (UTCDateTime is a DateTime)."""
+    return _stored(kind.impl_instance) if isinstance(kind, TypeDecorator) else kind
+
+
+RUNS = Order((Run.started_at, Run.id))
+SCHEDULES = Order((ScheduledJob.created_at, ScheduledJob.id))
+WORKFLOWS = Order((Workflow.id,), descending=False)
+BACKFILLS = Order((Backfill.created_at, Backfill.id))
+SCHEDULE_EVENTS = Order((ScheduleEvent.at, ScheduleEvent.id))
+OWNER_EVENTS = Order((OwnerEvent.id,))
+DELIVERY_ATTEMPTS = Order((DeliveryAttempt.id,))
+OWNERS = Order((Owner.id,), descending=False)
+TOKENS = Order((ApiToken.id,), descending=False)
+WEBHOOKS = Order((Webhook.id,), descending=False)
+
+
+def capped_count(statement: Select[Any], order: Order) -> tuple[int, bool]:
+    """How many rows `statement` holds, counting at most TOTAL_CAP + 1 entries of its order's index; and
+    whether there were more than TOTAL_CAP."""
+    counted = int(db.session.scalar(select(func.count()).select_from(
+        statement.with_only_columns(order.columns[-1]).order_by(None).limit(TOTAL_CAP + 1).subquery())) or 0)
+    return min(counted, TOTAL_CAP), counted > TOTAL_CAP
+
+
+def keyset_page(statement: Select[Any], order: Order, limit: int, offset: int = 0,
+                after: cursors.Key | None = None) -> Page:
+    """The page of `statement`'s rows in `order` after the key `after` (from the start without one), `offset`
+    rows on: limit + 1 rows of one index range (the one more says whether a page follows), and a capped
+    count of the whole list."""
+    total, capped = capped_count(statement, order)
+    if after is not None:
+        statement = statement.where(order.after(after))
+    rows = list(db.session.scalars(statement.order_by(*order.by()).offset(offset).limit(limit + 1)))
+    following = cursors.encode(*order.key_of(rows[limit - 1])) if len(rows) > limit else None
+    return Page(rows[:limit], total, capped, following)
 
 
 def is_schedule_id(text: str) -> bool:
@@ -58,8 +128,9 @@ def owned(model: type[M], ident: int, for_update: bool = False) -> M | None:
     return get_owned(model, ident, for_update) if 0 <= ident <= INT_MAX else None
 
 
-def workflow_page(limit: int, offset: int, owner_id: int | None = None) -> Page:
-    return page(scoped(select(Workflow), Workflow, owner_id).order_by(Workflow.id), limit, offset)
+def workflow_page(limit: int, offset: int = 0, after: cursors.Key | None = None, owner_id: int | None = None) -> Page:
+    """The caller's workflows, oldest first (ix_workflows_owner: owner_id, id)."""
+    return keyset_page(scoped(select(Workflow), Workflow, owner_id), WORKFLOWS, limit, offset, after)
 
 
 def workflows() -> list[Workflow]:
@@ -76,8 +147,10 @@ class ScheduleFilter:
     owner_id: int | None = None  # an admin's narrowing to one owner
 
 
-def schedule_page(filters: ScheduleFilter, limit: int, offset: int) -> Page:
-    """The caller's schedules that pass `filters`, newest first."""
+def schedule_page(filters: ScheduleFilter, limit: int, offset: int = 0, after: cursors.Key | None = None) -> Page:
+    """The caller's schedules that pass `filters`, newest first: one range of ix_scheduled_jobs_owner_created
+    (owner_id, created_at, id), or of ix_scheduled_jobs_created (created_at, id) for an admin's whole list;
+    the filters are checked on the rows read along it."""
     where = []
     if filters.status:
         where.append(ScheduledJob.status == filters.status)
@@ -89,23 +162,19 @@ def schedule_page(filters: ScheduleFilter, limit: int, offset: int) -> Page:
         pattern = "%" + filters.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         where.append(or_(ScheduledJob.name.ilike(pattern, escape="\\"), ScheduledJob.key.ilike(pattern, escape="\\")))
     statement = scoped(select(ScheduledJob), ScheduledJob, filters.owner_id).where(*where)
-    return page(statement.order_by(ScheduledJob.created_at.desc(), ScheduledJob.id), limit, offset)
+    return keyset_page(statement, SCHEDULES, limit, offset, after)
 
 
-def run_page(schedule: ScheduledJob, limit: int, offset: int = 0, after: cursors.After | None = None) -> Page:
+def run_page(schedule: ScheduledJob, limit: int, offset: int = 0, after: cursors.Key | None = None) -> Page:
     """Runs of a schedule the caller owns (found with owned_schedule), newest first, from `after` (a cursor)
     on: limit + 1 rows of one range of ix_runs_schedule_started (schedule_id, started_at, id), and a count
     of at most TOTAL_CAP + 1 entries of the same index."""
-    statement = select(Run).where(Run.schedule_id == schedule.id)
-    if after is not None:  # started_at <= t bounds the index range; the rows at t itself are few
-        statement = statement.where(Run.started_at <= after.started_at,
-                                    or_(Run.started_at < after.started_at, Run.id < after.id))
-    rows = list(db.session.scalars(statement.order_by(Run.started_at.desc(), Run.id.desc())
-                                   .offset(offset).limit(limit + 1)))
-    following = cursors.encode(rows[limit - 1].started_at, rows[limit - 1].id) if len(rows) > limit else None
-    counted = int(db.session.scalar(select(func.count()).select_from(
-        select(Run.id).where(Run.schedule_id == schedule.id).limit(TOTAL_CAP + 1).subquery())) or 0)
-    return Page(rows[:limit], min(counted, TOTAL_CAP), counted > TOTAL_CAP, following)
+    return keyset_page(select(Run).where(Run.schedule_id == schedule.id), RUNS, limit, offset, after)
+
+
+def backfill_page(schedule: ScheduledJob, limit: int, offset: int = 0, after: cursors.Key | None = None) -> Page:
+    """A schedule's backfills, newest first: one range of ix_backfills_schedule_created."""
+    return keyset_page(select(Backfill).where(Backfill.schedule_id == schedule.id), BACKFILLS, limit, offset, after)
 
 
 def recent_runs(schedule_ids: list[str], per_schedule: int) -> dict[str, list[Run]]:

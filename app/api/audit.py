@@ -11,38 +11,41 @@ from sqlalchemy import select
 from app.api.blueprint import api
 from app.api.errors import not_found
 from app.api.owners import admin_only
-from app.api.schemas.common import PageIn
-from app.api.schemas.owners import EventPage, OwnerEventPage
+from app.api.schemas.owners import EventPage, EventPageIn, OwnerEventPage, OwnerEventPageIn
 from app.auth.models import OwnerEvent, ScheduleEvent
 from app.auth.scope import scoped
-from app.queries import Page, is_schedule_id, owned_schedule, page
+from app.queries import OWNER_EVENTS, SCHEDULE_EVENTS, Page, is_schedule_id, keyset_page, owned_schedule
 
 
 @api.route("/audit/owners/", endpoint="owner_audit")
 class OwnerAudit(MethodView):
-    @api.arguments(PageIn, location="query")
+    @api.arguments(OwnerEventPageIn, location="query")
     @api.response(200, OwnerEventPage)
     @api.errors(403)
     def get(self, query: dict[str, Any]) -> Page:
-        """Owners made and deleted, and by whom, newest first (admin)"""
+        """Owners made and deleted, and by whom, newest first (admin)
+
+        A page at a time after a cursor (`next`), through the primary key.
+        """
         admin_only()
-        return page(select(OwnerEvent).order_by(OwnerEvent.id.desc()), query["limit"], query["offset"])
+        return keyset_page(select(OwnerEvent), OWNER_EVENTS, query["limit"], query["offset"], query.get("cursor"))
 
 
 @api.route("/schedules/<schedule_id>/events/", endpoint="schedule_events")
 class ScheduleEvents(MethodView):
-    @api.arguments(PageIn, location="query")
+    @api.arguments(EventPageIn, location="query")
     @api.response(200, EventPage)
     @api.errors(404)
     def get(self, query: dict[str, Any], schedule_id: str) -> Page:
         """Who changed a schedule, newest first
 
-        Kept after the schedule is deleted, so "who deleted it?" has an answer too.
+        Kept after the schedule is deleted, so "who deleted it?" has an answer too. A page at a time after a
+        cursor (`next`), one range of the index (schedule_id, at, id).
         """
         if not is_schedule_id(schedule_id):
             raise not_found("schedule", schedule_id)
         mine = scoped(select(ScheduleEvent), ScheduleEvent).where(ScheduleEvent.schedule_id == schedule_id)
-        found = page(mine.order_by(ScheduleEvent.at.desc(), ScheduleEvent.id.desc()), query["limit"], query["offset"])
+        found = keyset_page(mine, SCHEDULE_EVENTS, query["limit"], query["offset"], query.get("cursor"))
         if not found.total and owned_schedule(schedule_id) is None:
             raise not_found("schedule", schedule_id)
         return found

@@ -11,17 +11,18 @@ from sqlalchemy import delete, select
 from app import accounts, clock, schedules
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found, validation_error
-from app.api.schemas.common import PageIn
 from app.api.schemas.fields import Joined
 from app.api.schemas.owners import (
     OwnerCreatedOut,
     OwnerIn,
     OwnerOut,
     OwnerPage,
+    OwnerPageIn,
     OwnerPatchIn,
     TokenCreatedOut,
     TokenIn,
     TokenPage,
+    TokenPageIn,
 )
 from app.auth import quotas
 from app.auth.models import ApiToken, Owner, OwnerEvent
@@ -30,7 +31,7 @@ from app.auth.tokens import issue
 from app.extensions import db
 from app.models import ScheduledJob, Workflow
 from app.notify import outbox
-from app.queries import INT_MAX, Page, page
+from app.queries import INT_MAX, OWNERS, TOKENS, Page, keyset_page
 
 
 def admin_only() -> Owner:
@@ -56,12 +57,12 @@ class Me(MethodView):
 
 @api.route("/tokens/", endpoint="tokens")
 class Tokens(MethodView):
-    @api.arguments(PageIn, location="query")
+    @api.arguments(TokenPageIn, location="query")
     @api.response(200, TokenPage)
     def get(self, query: dict[str, Any]) -> Page:
-        """The caller's API tokens (never their secrets)"""
-        mine = select(ApiToken).where(ApiToken.owner_id == caller().id).order_by(ApiToken.id)
-        return page(mine, query["limit"], query["offset"])
+        """The caller's API tokens (never their secrets), oldest first"""
+        mine = select(ApiToken).where(ApiToken.owner_id == caller().id)
+        return keyset_page(mine, TOKENS, query["limit"], query["offset"], query.get("cursor"))
 
     @api.arguments(TokenIn)
     @api.response(201, TokenCreatedOut)
@@ -92,13 +93,13 @@ class TokenItem(MethodView):
 
 @api.route("/owners/", endpoint="owners")
 class Owners(MethodView):
-    @api.arguments(PageIn, location="query")
+    @api.arguments(OwnerPageIn, location="query")
     @api.response(200, OwnerPage)
     @api.errors(403)
     def get(self, query: dict[str, Any]) -> Page:
-        """List owners (admin)"""
+        """List owners, oldest first (admin)"""
         admin_only()
-        return page(select(Owner).order_by(Owner.id), query["limit"], query["offset"])
+        return keyset_page(select(Owner), OWNERS, query["limit"], query["offset"], query.get("cursor"))
 
     @api.arguments(OwnerIn)
     @api.response(201, OwnerCreatedOut)

@@ -7,7 +7,6 @@ from typing import Any
 
 from flask import Response, jsonify
 from flask.views import MethodView
-from sqlalchemy import select
 
 from app import clock, extra_runs
 from app.api.blueprint import api
@@ -18,6 +17,7 @@ from app.api.schemas.runs import (
     BackfillIn,
     BackfillOut,
     BackfillPage,
+    BackfillPageIn,
     BackfillPlanOut,
     IdempotencyIn,
     RunPage,
@@ -28,7 +28,7 @@ from app.api.schemas.runs import (
 from app.auth.scope import caller
 from app.extensions import db
 from app.models import Backfill, RunTrigger
-from app.queries import Page, is_schedule_id, run_page
+from app.queries import Page, backfill_page, is_schedule_id, run_page
 
 _PLAN = BackfillPlanOut()
 
@@ -110,13 +110,15 @@ class ScheduleBackfill(MethodView):
 class ScheduleBackfills(MethodView):
     decorators = [known_schedule]
 
+    @api.arguments(BackfillPageIn, location="query")
     @api.response(200, BackfillPage)
     @api.errors(404)
-    def get(self, schedule_id: str) -> dict[str, list[Backfill]]:
-        """A schedule's backfills, newest first, with their progress"""
-        schedule = schedule_or_404(schedule_id)
-        return {"items": list(db.session.scalars(select(Backfill).where(Backfill.schedule_id == schedule.id)
-                                                 .order_by(Backfill.created_at.desc()).limit(100)))}
+    def get(self, query: dict[str, Any], schedule_id: str) -> Page:
+        """A schedule's backfills, newest first, with their progress
+
+        A page at a time after a cursor (`next`), one range of the index (schedule_id, created_at, id).
+        """
+        return backfill_page(schedule_or_404(schedule_id), query["limit"], query["offset"], query.get("cursor"))
 
 
 @api.route("/schedules/<schedule_id>/backfills/<backfill_id>/", endpoint="schedule_backfill_item")

@@ -91,10 +91,15 @@ class Schedules(MethodView):
     @api.arguments(ScheduleListIn, location="query")
     @api.response(200, SchedulePage)
     def get(self, query: dict[str, Any]) -> Page:
-        """List schedules"""
+        """List schedules, newest first
+
+        A page at a time after a cursor (`next`), one range of the index (owner_id, created_at, id), or
+        (created_at, id) for an admin's whole list; `status`, `workflow_id` and `key` are checked on the
+        rows read along it.
+        """
         filters = ScheduleFilter(status=query.get("status"), workflow_id=query.get("workflow_id"),
                                  key=query.get("key"), owner_id=query.get("owner_id"))
-        return schedule_page(filters, query["limit"], query["offset"])
+        return schedule_page(filters, query["limit"], query["offset"], query.get("cursor"))
 
     @api.arguments(ScheduleIn)
     @api.response(201, ScheduleDetailOut)

@@ -11,14 +11,22 @@ from sqlalchemy import delete, func, select
 from app import clock
 from app.api.blueprint import api
 from app.api.errors import not_found, validation_error
-from app.api.schemas.common import PageIn
-from app.api.schemas.webhooks import DeliveryAttemptPage, WebhookCreatedOut, WebhookIn, WebhookOut, WebhookPage
+from app.api.schemas.fields import Joined
+from app.api.schemas.webhooks import (
+    DeliveryAttemptPage,
+    DeliveryAttemptPageIn,
+    WebhookCreatedOut,
+    WebhookIn,
+    WebhookOut,
+    WebhookPage,
+    WebhookPageIn,
+)
 from app.auth import quotas
 from app.auth.scope import caller, scoped
 from app.extensions import db
 from app.notify import guard, outbox, signing
 from app.notify.models import Delivery, DeliveryAttempt, Webhook
-from app.queries import Page, owned, page
+from app.queries import DELIVERY_ATTEMPTS, TOTAL_CAP, WEBHOOKS, Page, keyset_page, owned
 
 
 def webhook_or_404(webhook_id: int) -> Webhook:
@@ -30,11 +38,12 @@ def webhook_or_404(webhook_id: int) -> Webhook:
 
 @api.route("/webhooks/", endpoint="webhooks")
 class Webhooks(MethodView):
-    @api.arguments(PageIn, location="query")
+    @api.arguments(WebhookPageIn, location="query")
     @api.response(200, WebhookPage)
     def get(self, query: dict[str, Any]) -> Page:
-        """List webhooks"""
-        return page(scoped(select(Webhook), Webhook).order_by(Webhook.id), query["limit"], query["offset"])
+        """List webhooks, oldest first"""
+        return keyset_page(scoped(select(Webhook), Webhook), WEBHOOKS, query["limit"], query["offset"],
+                           query.get("cursor"))
 
     @api.arguments(WebhookIn)
     @api.response(201, WebhookCreatedOut)
@@ -84,18 +93,20 @@ class WebhookItem(MethodView):
 
 @api.route("/webhooks/<int:webhook_id>/deliveries/", endpoint="webhook_deliveries")
 class WebhookDeliveries(MethodView):
-    @api.arguments(PageIn, location="query")
+    @api.arguments(DeliveryAttemptPageIn, location="query")
     @api.response(200, DeliveryAttemptPage)
     @api.errors(404)
-    def get(self, query: dict[str, Any], webhook_id: int) -> dict[str, Any]:
+    def get(self, query: dict[str, Any], webhook_id: int) -> Joined:
         """A webhook's delivery attempts, newest first
 
         Each attempt: the event, its number, when, the answer's status code (null when none came), how long
-        it took and the error. `pending` counts events not delivered yet (being retried).
+        it took and the error. A page at a time after a cursor (`next`), one range of the index
+        (webhook_id, id). `pending` counts events not delivered yet (being retried), up to 10,000.
         """
         webhook = webhook_or_404(webhook_id)
-        attempts = page(select(DeliveryAttempt).where(DeliveryAttempt.webhook_id == webhook.id)
-                        .order_by(DeliveryAttempt.id.desc()), query["limit"], query["offset"])
-        pending = db.session.scalar(select(func.count()).select_from(Delivery)
-                                    .where((Delivery.webhook_id == webhook.id) & (Delivery.status == "pending")))
-        return {"items": attempts.items, "total": attempts.total, "pending": pending}
+        attempts = keyset_page(select(DeliveryAttempt).where(DeliveryAttempt.webhook_id == webhook.id),
+                               DELIVERY_ATTEMPTS, query["limit"], query["offset"], query.get("cursor"))
+        pending = db.session.scalar(select(func.count()).select_from(
+            select(Delivery.id).where(Delivery.webhook_id == webhook.id, Delivery.status == "pending")
+            .limit(TOTAL_CAP).subquery()))
+        return Joined(attempts, pending=int(pending or 0))

@@ -11,9 +11,8 @@ from sqlalchemy import select
 from app import clock, workflows
 from app.api.blueprint import api
 from app.api.errors import not_found
-from app.api.schemas.common import OwnedPageIn
 from app.api.schemas.fields import Joined
-from app.api.schemas.workflows import BreakerOut, WorkflowIn, WorkflowOut, WorkflowPage
+from app.api.schemas.workflows import BreakerOut, WorkflowIn, WorkflowOut, WorkflowPage, WorkflowPageIn
 from app.auth.scope import caller
 from app.extensions import db
 from app.models import BreakerTransition, Workflow
@@ -31,11 +30,14 @@ def workflow_or_404(workflow_id: int, for_update: bool = False) -> Workflow:
 
 @api.route("/workflows/", endpoint="workflows")
 class Workflows(MethodView):
-    @api.arguments(OwnedPageIn, location="query")
+    @api.arguments(WorkflowPageIn, location="query")
     @api.response(200, WorkflowPage)
     def get(self, query: dict[str, Any]) -> Page:
-        """List workflows"""
-        return workflow_page(query["limit"], query["offset"], query.get("owner_id"))
+        """List workflows, oldest first
+
+        A page at a time after a cursor (`next`), one range of the index (owner_id, id).
+        """
+        return workflow_page(query["limit"], query["offset"], query.get("cursor"), query.get("owner_id"))
 
     @api.arguments(WorkflowIn)
     @api.response(201, WorkflowOut)

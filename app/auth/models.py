@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -49,10 +49,12 @@ class ScheduleEvent(db.Model):  # type: ignore[name-defined,misc]
     the schedule is deleted (no foreign key to it), so that "who deleted this?" has an answer too."""
 
     __tablename__ = "schedule_events"
-    __table_args__ = {"sqlite_autoincrement": True}  # DESIGN 14: ids are never reused
+    # A schedule's trail, newest first a page at a time: one range of (schedule_id, at, id).
+    __table_args__ = (Index("ix_schedule_events_schedule_at", "schedule_id", "at", "id"),
+                      {"sqlite_autoincrement": True})  # DESIGN 14: ids are never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    schedule_id: Mapped[str] = mapped_column(String(36), index=True)
+    schedule_id: Mapped[str] = mapped_column(String(36))
     # The schedule's owner, for scoping once the schedule itself is gone. No foreign key: the trail outlives
     # its owner too, readable by admins only (owner ids are never reused, so no one else's scope matches).
     owner_id: Mapped[int] = mapped_column(Integer, index=True)

@@ -113,15 +113,24 @@ def schedule_list() -> Page:
         workflow_id=request.args.get("workflow", type=int),
         text=(request.args.get("q") or "").strip() or None,
     )
-    page = max(1, request.args.get("page", 1, type=int))
-    found = queries.schedule_page(filters, PAGE, (page - 1) * PAGE)
-    rows, total = found.items, found.total
+    after = _after(queries.SCHEDULES)
+    found = queries.schedule_page(filters, PAGE, after=after)
+    rows = found.items
     strips = queries.recent_runs([s.id for s in rows], STRIP)
     names = {w.id: w.name for w in queries.workflows()}
     items = [{"schedule": s, "description": queries.timing_text(s), "runs": strips.get(s.id, []),
               "workflow": names.get(s.workflow_id, s.workflow_id)} for s in rows]
-    return render_template("schedules.html", items=items, total=total, page=page, pages=max(1, -(-total // PAGE)),
-                           filters=filters, workflows=names, statuses=[s.value for s in ScheduleStatus])
+    return render_template("schedules.html", items=items, total=found.total, total_capped=found.total_capped,
+                           older=found.next, newest=after is not None, filters=filters, workflows=names,
+                           statuses=[s.value for s in ScheduleStatus])
+
+
+def _after(order: queries.Order) -> Any:
+    """The position of a list's "Older" link (its `after`); a cursor not ours shows the newest page."""
+    try:
+        return cursors.decode(request.args.get("after", ""), order.shape)
+    except ValueError:
+        return None
 
 
 @console.get("/schedules/<schedule_id>")
@@ -130,10 +139,7 @@ def schedule_page(schedule_id: str) -> Page:
     schedule = _owned(schedule_id)
     now = clock.utcnow()
     upcoming = queries.upcoming(schedule, now)
-    try:  # the page after a cursor of this page's "Older" link; a cursor not ours shows the newest runs
-        after = cursors.decode(request.args.get("after", ""))
-    except ValueError:
-        after = None
+    after = _after(queries.RUNS)
     found = queries.run_page(schedule, PAGE, after=after)
     recent = queries.recent_runs([schedule.id], per_schedule=60)[schedule.id]
     points = [chart.Point(r.scheduled_for, (r.started_at - r.scheduled_for).total_seconds(),

@@ -52,11 +52,13 @@ class Delivery(db.Model):  # type: ignore[name-defined,misc]
         Index("ix_deliveries_due", "status", "next_attempt_at"),
         # The fair pick: each owner's due deliveries, oldest first (app.notify.delivery).
         Index("ix_deliveries_owner_due", "status", "owner_id", "next_attempt_at"),
+        # A webhook's pending deliveries, counted beside its attempts.
+        Index("ix_deliveries_webhook_status", "webhook_id", "status"),
         {"sqlite_autoincrement": True},
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    webhook_id: Mapped[int] = mapped_column(Integer, index=True)
+    webhook_id: Mapped[int] = mapped_column(Integer)
     # The event's owner: deliveries are shared out fairly between owners, and deleted with their owner.
     owner_id: Mapped[int] = mapped_column(Integer)
     # Indexed for retention: an event goes only once no delivery of it is left.
@@ -71,11 +73,13 @@ class Delivery(db.Model):  # type: ignore[name-defined,misc]
 
 class DeliveryAttempt(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "delivery_attempts"
-    __table_args__ = {"sqlite_autoincrement": True}  # DESIGN 14: ids are never reused
+    # A webhook's attempts, newest first a page at a time: one range of (webhook_id, id).
+    __table_args__ = (Index("ix_delivery_attempts_webhook", "webhook_id", "id"),
+                      {"sqlite_autoincrement": True})  # DESIGN 14: ids are never reused
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     delivery_id: Mapped[int] = mapped_column(ForeignKey("deliveries.id", ondelete="CASCADE"), index=True)
-    webhook_id: Mapped[int] = mapped_column(Integer, index=True)
+    webhook_id: Mapped[int] = mapped_column(Integer)
     event_id: Mapped[str] = mapped_column(String(40))
     event_type: Mapped[str] = mapped_column(String(40))
     attempt: Mapped[int] = mapped_column(Integer)

@@ -7,9 +7,10 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, fields, pre_dump, validate
 
-from app.api.schemas.common import page_of
+from app.api.schemas.common import Cursor, PageIn, page_of
 from app.api.schemas.fields import INT_MAX, Iso, Joined, instant, out, whole
 from app.auth import quotas
+from app.queries import OWNER_EVENTS, OWNERS, SCHEDULE_EVENTS, TOKENS
 
 
 class TokenIn(Schema):
@@ -118,6 +119,22 @@ class OwnerEventOut(Schema):
     action = out(fields.String())
     at = out(Iso())
     changes = out(fields.Raw(allow_none=True))
+
+
+class OwnerPageIn(PageIn):
+    cursor = Cursor(OWNERS)
+
+
+class TokenPageIn(PageIn):
+    cursor = Cursor(TOKENS)
+
+
+class EventPageIn(PageIn):
+    cursor = Cursor(SCHEDULE_EVENTS)
+
+
+class OwnerEventPageIn(PageIn):
+    cursor = Cursor(OWNER_EVENTS)
 
 
 OwnerPage = page_of(OwnerOut)

@@ -7,11 +7,11 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from app import cursors, extra_runs
-from app.api.schemas.common import PageIn, page_of
+from app import extra_runs
+from app.api.schemas.common import Cursor, PageIn, page_of
 from app.api.schemas.fields import Iso, instant, out
 from app.policies import OverlapPolicy
-from app.queries import MAX_RUN_OFFSET, TOTAL_CAP
+from app.queries import BACKFILLS, RUNS
 
 IDEMPOTENCY_KEY_MAX = 200
 _KEY_RULE = f"must be 1 to {IDEMPOTENCY_KEY_MAX} printable characters."
@@ -44,33 +44,11 @@ class RunOut(Schema):
     backfill_id = out(fields.String(allow_none=True))
 
 
-class Cursor(fields.Field[cursors.After]):
-    """A cursor an answer gave (`next`), read into the position it stands for; anything else is refused."""
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> cursors.After:
-        try:
-            if not isinstance(value, str):
-                raise ValueError("not a cursor")
-            return cursors.decode(value)
-        except ValueError:
-            raise ValidationError("is not a cursor this list gave (its answer's `next`).") from None
-
-
 class RunPageIn(PageIn):
-    """A page of a schedule's runs: the first (no cursor), or the one after a cursor; an offset skips rows
-    from there, at most MAX_RUN_OFFSET."""
-
-    offset = fields.Integer(load_default=0, validate=validate.Range(
-        min=0, max=MAX_RUN_OFFSET, error=f"must be 0 to {MAX_RUN_OFFSET}; page deeper with `cursor` "
-                                         "(the answer's `next`)."))
-    cursor = Cursor(metadata={"type": "string", "minLength": 1, "maxLength": cursors.MAX_LENGTH,
-                              "description": "The `next` of the page before: the page of runs that follows it."})
+    cursor = Cursor(RUNS)
 
 
-RunPage = page_of(RunOut, total_capped=out(fields.Boolean(metadata={
-    "description": f"true: the history holds more than `total` ({TOTAL_CAP:,}) runs, which were not counted."})),
-    next=out(fields.String(allow_none=True, metadata={
-        "description": "The cursor of the page after this one (give it as `cursor`); null on the last page."})))
+RunPage = page_of(RunOut)
 
 
 class TriggerIn(Schema):
@@ -140,4 +118,11 @@ class BackfillPlanOut(Schema):
     times = out(fields.List(fields.String()))
 
 
-BackfillPage = Schema.from_dict({"items": out(fields.List(fields.Nested(BackfillOut)))}, name="BackfillPage")
+class BackfillPageIn(PageIn):
+    """A page of a schedule's backfills: at most 100 (each lists up to 1,000 times)."""
+
+    limit = fields.Integer(validate=validate.Range(min=1, max=100), load_default=100)
+    cursor = Cursor(BACKFILLS)
+
+
+BackfillPage = page_of(BackfillOut)

@@ -13,13 +13,14 @@ from flask import current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from app import timing
-from app.api.schemas.common import OwnedPageIn, page_of
+from app.api.schemas.common import Cursor, OwnedPageIn, page_of
 from app.api.schemas.fields import INT_MAX, Instant, Iso, instant, iso, out, whole
 from app.api.schemas.runs import RunBriefOut
 from app.models import PAUSE_NOTE_MAX, OnExhausted, ScheduledJob, ScheduleStatus
 from app.policies import CatchUpPolicy, OverlapPolicy
 from app.policies.catch_up import MAX_LIMIT as MAX_CATCH_UP_LIMIT
 from app.policies.retention import MAX_KEEP_RUNS_DAYS
+from app.queries import SCHEDULES
 
 MAX_TIMEOUT_SECONDS = 7 * 86400  # a week: far below signal.alarm's and RQ's limits
 MAX_RETRIES = 1000
@@ -159,6 +160,7 @@ class BatchDeleteIn(Schema):
 
 
 class ScheduleListIn(OwnedPageIn):
+    cursor = Cursor(SCHEDULES)
     status = fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus]))
     key = _key_field()
     workflow_id = fields.Integer(validate=validate.Range(min=1, max=INT_MAX))

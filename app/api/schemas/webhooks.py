@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from marshmallow import RAISE, Schema, fields, validate
 
-from app.api.schemas.common import page_of
+from app.api.schemas.common import Cursor, PageIn, page_of
 from app.api.schemas.fields import Iso, out
+from app.queries import DELIVERY_ATTEMPTS, TOTAL_CAP, WEBHOOKS
 
 EVENT_TYPES = [
     "run.failed", "run.timed_out", "run.succeeded", "schedule.dead", "schedule.paused", "schedule.done",
@@ -44,6 +45,10 @@ class WebhookCreatedOut(WebhookOut):
     secret = out(fields.String())
 
 
+class WebhookPageIn(PageIn):
+    cursor = Cursor(WEBHOOKS)
+
+
 WebhookPage = page_of(WebhookOut)
 
 
@@ -57,5 +62,9 @@ class DeliveryAttemptOut(Schema):
     error = out(fields.String(allow_none=True))
 
 
+class DeliveryAttemptPageIn(PageIn):
+    cursor = Cursor(DELIVERY_ATTEMPTS)
+
+
 DeliveryAttemptPage = page_of(DeliveryAttemptOut, pending=out(fields.Integer(metadata={
-    "description": "events not delivered yet (being retried)"})))
+    "description": f"events not delivered yet (being retried), counted up to {TOTAL_CAP:,}"})))

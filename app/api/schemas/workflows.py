@@ -6,9 +6,10 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
-from app.api.schemas.common import page_of
+from app.api.schemas.common import Cursor, OwnedPageIn, page_of
 from app.api.schemas.fields import Iso, out, whole
 from app.models import ConcurrencyPolicy
+from app.queries import WORKFLOWS
 from app.tasks import get_task, task_names
 
 MAX_CONCURRENT_RUNS = 10_000
@@ -50,6 +51,10 @@ class WorkflowOut(Schema):
     breaker_reset_seconds = out(fields.Integer())
     breaker_state = out(fields.String())
     created_at = out(Iso())
+
+
+class WorkflowPageIn(OwnedPageIn):
+    cursor = Cursor(WORKFLOWS)
 
 
 WorkflowPage = page_of(WorkflowOut)
