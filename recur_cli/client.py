@@ -77,13 +77,14 @@ class Client:
         return self.request("DELETE", path)
 
     def every(self, path: str, **query: Any) -> Iterator[dict[str, Any]]:
-        """Every item of a paginated list, a page of PAGE at a time."""
-        offset = 0
+        """Every item of a paginated list, a page of PAGE at a time, each after the cursor (`next`) of the
+        page before: every page is one index range, however long the list."""
+        cursor = None
         while True:
-            page = self.get(path, limit=PAGE, offset=offset, **query)
+            page = self.get(path, limit=PAGE, cursor=cursor, **query)
             yield from page["items"]
-            offset += len(page["items"])
-            if not page["items"] or offset >= page["total"]:
+            cursor = page.get("next")
+            if not cursor or not page["items"]:
                 return
 
 

@@ -135,19 +135,22 @@ def schedules() -> None:
 @click.option("--workflow", "workflow", help="Only schedules of this workflow (id or name).")
 @click.option("--key", help="Only the schedule with this key.")
 @click.option("--limit", type=int, default=50, show_default=True)
-@click.option("--offset", type=int, default=0)
+@click.option("--offset", type=int, default=0, help="Skip this many schedules (at most 10,000; deeper: --cursor).")
+@click.option("--cursor", default=None, help="Start after the page that printed this cursor.")
 @json_option
-def list_schedules(status: str | None, workflow: str | None, key: str | None, limit: int, offset: int) -> None:
-    """List schedules, newest first."""
-    query = {"status": status, "key": key, "limit": limit, "offset": offset,
+def list_schedules(status: str | None, workflow: str | None, key: str | None, limit: int, offset: int,
+                   cursor: str | None) -> None:
+    """List schedules, newest first, a page at a time through --cursor."""
+    query = {"status": status, "key": key, "limit": limit, "offset": offset, "cursor": cursor,
              "workflow_id": workflow_id(workflow) if workflow else None}
     page = current().client.get("/schedules/", **query)
     if current().json:
         output.emit_json(page)
         return
     output.table(page["items"], LIST_COLUMNS, empty="no schedules")
-    if page["total"] > offset + len(page["items"]):
-        click.echo(f"({len(page['items'])} of {page['total']}; --offset {offset + len(page['items'])} for more)")
+    if page.get("next"):
+        total = f"more than {page['total']:,}" if page.get("total_capped") else f"{page['total']:,}"
+        click.echo(f"({len(page['items'])} of {total}; --cursor {page['next']} for more)")
 
 
 @schedules.command("show")

@@ -25,15 +25,18 @@ def workflows() -> None:
 
 @workflows.command("list")
 @click.option("--limit", type=int, default=50, show_default=True)
-@click.option("--offset", type=int, default=0)
+@click.option("--offset", type=int, default=0, help="Skip this many workflows (at most 10,000; deeper: --cursor).")
+@click.option("--cursor", default=None, help="Start after the page that printed this cursor.")
 @json_option
-def list_workflows(limit: int, offset: int) -> None:
-    """List workflows."""
-    page = current().client.get("/workflows/", limit=limit, offset=offset)
+def list_workflows(limit: int, offset: int, cursor: str | None) -> None:
+    """List workflows, oldest first, a page at a time through --cursor."""
+    page = current().client.get("/workflows/", limit=limit, offset=offset, cursor=cursor)
     if current().json:
         output.emit_json(page)
-    else:
-        output.table(page["items"], COLUMNS, empty="no workflows")
+        return
+    output.table(page["items"], COLUMNS, empty="no workflows")
+    if page.get("next"):
+        click.echo(f"(more: --cursor {page['next']})")
 
 
 @workflows.command("show")

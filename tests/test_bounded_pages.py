@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import base64
-import json
-import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from app import cursors
 from app.extensions import db
@@ -17,6 +15,7 @@ from app.history import STATS_WINDOW
 from app.models import Run
 from app.queries import MAX_RUN_OFFSET, TOTAL_CAP
 from tests.console_signin import HTTPS, signed_in_browser
+from tests.plans import assert_bounded, reading
 from tests.tokens import token_for_app
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -110,71 +109,6 @@ BIG = 200_000
 PAGE = 50
 
 
-class Statements:
-    """The SELECTs that read runs, captured from the engine while a request runs."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, object]] = []
-
-    def __call__(self, _conn, _cursor, statement, parameters, _context, executemany) -> None:
-        if not executemany and statement.lstrip().upper().startswith(("SELECT", "WITH")) \
-                and re.search(r"\b(FROM|JOIN) runs\b", statement):
-            self.seen.append((statement, parameters))
-
-
-def _reading_runs(fetch) -> list[tuple[str, object]]:
-    statements = Statements()
-    event.listen(db.engine, "before_cursor_execute", statements)
-    try:
-        response = fetch()
-    finally:
-        event.remove(db.engine, "before_cursor_execute", statements)
-    assert response.status_code == 200, response.data[:500]
-    return statements.seen
-
-
-def _sqlite_plan(statement: str, parameters) -> list[str]:
-    return [row[-1] for row in db.session.connection().exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}",
-                                                                        parameters)]
-
-
-def _postgres_rows_read(statement: str, parameters) -> int:
-    """Rows the statement read from runs (returned or filtered out, over all loops), by EXPLAIN ANALYZE."""
-    plan = db.session.connection().exec_driver_sql(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}",
-                                                   parameters).scalar()
-    document = plan if isinstance(plan, list) else json.loads(plan)
-
-    def read(node: dict) -> int:
-        own = 0
-        if node.get("Relation Name") == "runs":
-            own = (node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)
-                   + node.get("Rows Removed by Index Recheck", 0)) * node.get("Actual Loops", 1)
-        return own + sum(read(child) for child in node.get("Plans", []))
-
-    return int(read(document[0]["Plan"]))
-
-
-def _assert_bounded(statements: list[tuple[str, object]], page_bound: int) -> None:
-    """SQLite: every read of runs is a SEARCH through an index, never a SCAN of the table or a sort of its rows.
-    PostgreSQL: no statement reads more than the capped count's rows; a page's own statement (the one with
-    an OFFSET) reads at most `page_bound`."""
-    assert statements, "the request read no runs"
-    db.session.rollback()  # the plans are read on the session's connection, in a transaction of their own
-    for statement, parameters in statements:
-        if db.engine.dialect.name == "sqlite":
-            plan = _sqlite_plan(statement, parameters)
-            on_runs = [line for line in plan if re.search(r"\bruns\b", line)]
-            assert on_runs and all(line.startswith("SEARCH runs USING") and "INDEX" in line for line in on_runs), \
-                (statement, plan)
-            assert not any("TEMP B-TREE FOR ORDER BY" in line or "TEMP B-TREE FOR LAST" in line
-                           for line in plan), (statement, plan)
-        else:
-            rows = _postgres_rows_read(statement, parameters)
-            bound = page_bound if "OFFSET" in statement else TOTAL_CAP + 1
-            assert rows <= bound, (rows, bound, statement)
-    db.session.rollback()
-
-
 def test_each_page_reads_a_bounded_number_of_rows_with_200_000_runs_behind_one_schedule(app, client):
     big = _schedule(client)
     bulk_runs(big, BIG)
@@ -191,19 +125,19 @@ def test_each_page_reads_a_bounded_number_of_rows_with_200_000_runs_behind_one_s
     first = client.get(f"{runs}?limit={PAGE}").json
     assert first["total"] == TOTAL_CAP and first["total_capped"] and len(first["items"]) == PAGE
     page_bound = 3 * (PAGE + 1)
-    _assert_bounded(_reading_runs(lambda: client.get(f"{runs}?limit={PAGE}")), page_bound)
+    assert_bounded(reading(lambda: client.get(f"{runs}?limit={PAGE}"), "runs"), page_bound)
     deep_page = client.get(runs, query_string={"limit": PAGE, "cursor": deep}).json
     assert deep_page["items"][0]["repeat_number"] == BIG // 2 - 1
-    _assert_bounded(_reading_runs(lambda: client.get(runs, query_string={"limit": PAGE, "cursor": deep})),
+    assert_bounded(reading(lambda: client.get(runs, query_string={"limit": PAGE, "cursor": deep}), "runs"),
                     page_bound)
-    _assert_bounded(_reading_runs(lambda: client.get(f"{runs}?limit={PAGE}&offset=100")), page_bound + 100)
+    assert_bounded(reading(lambda: client.get(f"{runs}?limit={PAGE}&offset=100"), "runs"), page_bound + 100)
     detail = client.get(f"/api/v1/schedules/{big}/").json
     assert detail["stats"]["window"] == STATS_WINDOW and detail["stats"]["window_full"] is True
     assert detail["stats"]["runs"] == STATS_WINDOW and len(detail["recent_runs"]) == 10
-    _assert_bounded(_reading_runs(lambda: client.get(f"/api/v1/schedules/{big}/")), page_bound)
+    assert_bounded(reading(lambda: client.get(f"/api/v1/schedules/{big}/"), "runs"), page_bound)
 
     browser = signed_in_browser(app, token_for_app(app, "console"))
-    _assert_bounded(_reading_runs(lambda: browser.get("/schedules", base_url=HTTPS)), page_bound)
+    assert_bounded(reading(lambda: browser.get("/schedules", base_url=HTTPS), "runs"), page_bound)
     page = browser.get(f"/schedules/{big}", base_url=HTTPS)
     assert b"more than 10000" in page.data and b"Older" in page.data
-    _assert_bounded(_reading_runs(lambda: browser.get(f"/schedules/{big}", base_url=HTTPS)), page_bound)
+    assert_bounded(reading(lambda: browser.get(f"/schedules/{big}", base_url=HTTPS), "runs"), page_bound)
