@@ -4,6 +4,7 @@ links onto the queue the moment they are due and reconciles every few seconds.
     python worker.py            # tasks run in a persistent work process: isolated, without a fork per link
     python worker.py --fork     # a work process forked for each link (RQ's Worker): isolated, slower
     python worker.py --simple   # tasks run in the worker process itself (RQ's SimpleWorker): not isolated
+    python worker.py --concurrency 4   # four tasks at once: four RQ workers forked from this one (slots)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from app import create_app
 from app.background import background_process_main, reconcile_once
 from app.chain import rows
 from app.chain.pool import Limits
+from app.chain.slots import Slots, default_concurrency
 from app.chain.workers import RecurPoolWorker, RecurSimpleWorker, RecurWorker
 from app.extensions import connect_redis, db
 from app.schema import ensure_schema
@@ -39,6 +41,9 @@ def main() -> None:
                         help="replace the work process after this many tasks (default 1000)")
     parser.add_argument("--max-memory-mb", type=int, default=None,
                         help="kill a work process whose resident memory passes this (its task fails)")
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help="tasks run at once, each in a slot of its own (default: RECUR_WORKER_CONCURRENCY; "
+                             "0: one per core)")
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     parser.add_argument("--name", default=None, help="worker name (default: host.pid)")
     args = parser.parse_args()
@@ -61,25 +66,37 @@ def main() -> None:
         # then stop touching (and copying) the pages the parent's objects live on.
         gc.freeze()
     name = args.name or f"recur-{socket.gethostname()}-{os.getpid()}"
-    with app.app_context():
-        # RQ raises its connection's socket timeout above its blocking dequeue (a BLPOP of worker_ttl - 15 s, its
-        # socket timeout 10 s more): on a client of its own, so that the app's client, which claims, leases and
-        # hands off links here and in the work processes, keeps its short deadline (RECUR_REDIS_TIMEOUT_SECONDS).
-        redis = connect_redis(app.config["REDIS_URL"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
-        queues = [Queue(app.config["RECUR_QUEUE"], connection=redis)]
-        if args.simple:
-            worker: Any = RecurSimpleWorker(queues, connection=redis, name=name)
-        elif args.fork:
-            worker = RecurWorker(queues, connection=redis, name=name)
-        else:
-            worker = RecurPoolWorker(queues, connection=redis, name=name,
-                                     limits=Limits(max_tasks=args.max_tasks, max_memory_mb=args.max_memory_mb))
-        try:
-            worker.work(with_scheduler=False, burst=args.burst, logging_level="INFO")
-        finally:
-            helper.terminate()
-            helper.join(timeout=5)
+    concurrency = default_concurrency(
+        args.concurrency if args.concurrency is not None else app.config["RECUR_WORKER_CONCURRENCY"])
 
+    def run_slot(slot_name: str, burst: bool) -> None:
+        with app.app_context():
+            # RQ raises its connection's socket timeout above its blocking dequeue (a BLPOP of worker_ttl - 15 s,
+            # its socket timeout 10 s more): on a client of its own, so that the app's client, which claims,
+            # leases and hands off links here and in the work processes, keeps its short deadline
+            # (RECUR_REDIS_TIMEOUT_SECONDS).
+            redis = connect_redis(app.config["REDIS_URL"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
+            queues = [Queue(app.config["RECUR_QUEUE"], connection=redis)]
+            if args.simple:
+                worker: Any = RecurSimpleWorker(queues, connection=redis, name=slot_name)
+            elif args.fork:
+                worker = RecurWorker(queues, connection=redis, name=slot_name)
+            else:
+                worker = RecurPoolWorker(queues, connection=redis, name=slot_name,
+                                         limits=Limits(max_tasks=args.max_tasks, max_memory_mb=args.max_memory_mb))
+            worker.work(with_scheduler=False, burst=burst, logging_level="INFO")
+
+    try:
+        if concurrency == 1:
+            run_slot(name, args.burst)
+        else:
+            with app.app_context():
+                redis = connect_redis(app.config["REDIS_URL"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
+            log.info("worker %s runs %d slots", name, concurrency)
+            Slots(name, concurrency, run_slot, redis, [app.config["RECUR_QUEUE"]]).start(burst=args.burst)
+    finally:
+        helper.terminate()
+        helper.join(timeout=5)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,83 @@
+"""A worker's slots: `worker.py --concurrency N` runs N tasks at once as N RQ workers forked from the warm
+worker process and supervised by RQ's own WorkerPool (what `rq worker-pool -n N` runs), each with its own
+work process, so a task that crashes or overruns takes down only its own.
+
+The supervisor keeps N slots: one that exits (killed, or dead of an error RQ does not outlast) is replaced.
+SIGTERM or SIGINT to it is passed on to every slot as RQ's warm shutdown (each finishes its link and hands
+off its successor); a second one, RQ's cold shutdown. A slot dies with its supervisor (Linux's parent-death
+signal), and its work process with it, so a SIGKILLed worker leaves no slot running a task whose run is
+written off elsewhere. The reconciler, the mover, deliveries and pruning run once per worker process (its
+background process), not once per slot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from rq.worker_pool import ForkProcess, WorkerData, WorkerPool
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def default_concurrency(setting: int) -> int:
+    """The slots a worker runs: the setting, or with 0 one per core this process may use."""
+    if setting > 0:
+        return setting
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Slots(WorkerPool):
+    """RQ's WorkerPool whose workers are Recur's: `run_slot(name, burst)` runs one slot's worker in the
+    forked process (it opens its own connections there). Slot names are `{name}-{n}`, n counting every
+    slot the pool started, so a replaced slot never takes the name of the one before it."""
+
+    def __init__(self, name: str, concurrency: int, run_slot: Callable[[str, bool], None], connection: Any,
+                 queues: list[str]) -> None:
+        super().__init__(queues, connection=connection, num_workers=concurrency)
+        self.name = name
+        self._run_slot = run_slot
+        self._started = 0
+
+    def start_worker(self, count: int | None = None, burst: bool = True, _sleep: float = 0,
+                     logging_level: str = "INFO") -> None:
+        self._started += 1
+        name = f"{self.name}-{self._started}"
+        process = ForkProcess(target=_slot_main, args=(self._run_slot, name, burst, os.getpid()), name=name)
+        process.start()
+        assert process.pid is not None
+        self.worker_dict[name] = WorkerData(name=name, pid=process.pid, process=process)
+        self.log.info("slot %s started with pid %d", name, process.pid)
+
+    def handle_dead_worker(self, worker_data: WorkerData) -> None:
+        code = worker_data.process.exitcode
+        if self.status != self.Status.STOPPED and not self._burst:
+            self.log.warning("slot %s (pid %d) ended with %s; starting another", worker_data.name, worker_data.pid,
+                             _exit_text(code))
+        super().handle_dead_worker(worker_data)
+
+
+def _slot_main(run_slot: Callable[[str, bool], None], name: str, burst: bool, parent_pid: int) -> None:
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the supervisor died before the signal was armed
+        os._exit(0)
+    # The supervisor's handlers were copied by the fork: RQ's worker installs its own in work().
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    run_slot(name, burst)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        return f"signal {-code} ({signal.Signals(-code).name})"
+    return f"exit status {code}"
