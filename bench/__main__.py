@@ -21,7 +21,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench import api, burst, lateness, memory, scale, throughput
+from bench import api, burst, history, lateness, memory, scale, throughput
+from bench.history_report import history_rows
 from bench.report import build_rows, render
 from bench.stack import Bench, cores, postgres_available
 
@@ -38,6 +39,11 @@ FULL = {
     "burst": {"count": 1000, "interval": 60, "rounds": 2},
     "memory": {"schedules": 1000, "marks": [1000, 100_000]},
     "throughput_workers": "one, and one per core",
+    # Scenario 8 (`--only history`, not in the default run): runs over schedules, `big` of them behind one,
+    # beside `small` runs in all; timed requests each; links drained for their CPU; the pruning load
+    # (schedules, interval s), sampled every `sample` s until `settle` s after it caught up, `limit` s at most.
+    "history": {"runs": 10_000_000, "schedules": 1000, "big": 2_000_000, "small": 1000, "requests": 200,
+                "warmup": 20, "links": 1600, "load": (300, 10), "sample": 5, "settle": 60, "limit": 1200},
 }
 # Tiny and short: every figure, in as few seconds as each scenario's waits allow (CI runs it on each database).
 QUICK = {
@@ -49,6 +55,8 @@ QUICK = {
     # More schedules than one worker runs in a second, so the marks come as fast as the worker goes.
     "memory": {"schedules": 300, "marks": [200, 1000]},
     "throughput_workers": "one per core",
+    "history": {"runs": 20_000, "schedules": 200, "big": 4000, "small": 1000, "requests": 20, "warmup": 5,
+                "links": 100, "load": (30, 2), "sample": 1, "settle": 5, "limit": 120},
 }
 # Scenario 1's contenders: (system, kind); bare RQ's two worker classes on no-op jobs, SimpleWorker on jobs that
 # record their own run in the database (bench/durable.py), then worker.py's three modes.
@@ -185,6 +193,12 @@ def run(config: dict[str, Any], only: set[str], database: str) -> dict[str, Any]
             spec = config["memory"]
             results["memory"] = attempt(f"{tag} 7 memory: one default worker, RSS at {spec['marks']} links",
                                         lambda: memory.recur(bench, spec["schedules"], spec["marks"]))
+        if "8" in only or "history" in only:
+            spec = config["history"]
+            results["history"] = attempt(
+                f"{tag} 8 history: {spec['runs']:,} runs over {spec['schedules']:,} schedules "
+                f"({spec['big']:,} behind one) beside {spec['small']:,}",
+                lambda: history.recur(bench, spec, n, say))
     finally:
         bench.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -195,13 +209,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks that every figure is produced")
     parser.add_argument("--out", type=Path, default=HERE / "results.json", help="where to write the JSON")
-    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated scenario numbers")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7",
+                        help="comma-separated scenario numbers (8, or history: a big run history, not in the "
+                             "default run)")
     parser.add_argument("--db", default=None,
                         help="comma-separated: sqlite, postgres (default: both, or sqlite alone where PostgreSQL's "
                              "server binaries are missing)")
     parser.add_argument("--loads", default=None,
                         help="scenario 2's loads, comma-separated SCHEDULES:INTERVAL:SECONDS (default 1000:20:60)")
     parser.add_argument("--rounds", type=int, default=None, help="scenario 1's interleaved rounds (default 3)")
+    parser.add_argument("--history-runs", type=int, default=None,
+                        help="scenario 8's runs in all (default 10,000,000; a fifth behind one schedule)")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)  # the in-process app's recovery warnings would drown the progress lines
     config = dict(QUICK if args.quick else FULL)
@@ -209,13 +227,18 @@ def main(argv: list[str] | None = None) -> int:
         config["loads"] = [tuple(int(part) for part in load.split(":")) for load in args.loads.split(",")]
     if args.rounds:
         config["rounds"] = args.rounds
+    if args.history_runs:
+        history_spec: dict[str, Any] = dict(config["history"])  # type: ignore[call-overload]
+        config["history"] = {**history_spec, "runs": args.history_runs, "big": args.history_runs // 5}
     databases = args.db.split(",") if args.db else ["sqlite", *(["postgres"] if postgres_available() else [])]
     only = set(args.only.split(","))
     if "3" in only or "6" in only:
         only.add("1")  # their floors are the throughput of the same run
     started = time.monotonic()
     results = {database: run(config, only, database) for database in databases}
-    rows = [row for database in databases for row in build_rows(results[database], cores(), database)]
+    rows = [row for database in databases
+            for row in [*build_rows(results[database], cores(), database),
+                        *history_rows(results[database].get("history"), database)]]
     document = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"), "quick": args.quick,
         "seconds": round(time.monotonic() - started), "machine": machine(), "config": config,

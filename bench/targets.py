@@ -43,6 +43,23 @@ def at_least(ratio: float | None, limit: float) -> bool | None:
     return None if ratio is None else ratio >= limit
 
 
+# Scenario 8 (history): a request with ten million runs behind it within this many times the same request with
+# 1,000 runs in all; a link's CPU within this many times an empty database's; the steady load's lateness p99
+# while the pruner deletes what is past retention; and once it has caught up, the database grows by at most
+# this share of what the new runs would take had they not reused the space pruning freed.
+HISTORY_REQUEST = 1.5
+HISTORY_LINK_CPU = 1.1
+HISTORY_PRUNING_P99_MS = 100.0
+HISTORY_GROWTH_SHARE = 0.1
+
+
+def at_most(value: float | None, baseline: float | None, limit: float) -> bool | None:
+    """Whether `value` is within `limit` times `baseline`; None when either could not be measured."""
+    if value is None or baseline is None or baseline <= 0:
+        return None
+    return value <= limit * baseline
+
+
 def _figure(row: Row) -> str:
     """The figure's name without what varies from run to run (a floor's seconds, the exact link count)."""
     figure = re.sub(r" \([^)]*s Recur[^)]*\)", "", row["figure"])
