@@ -20,6 +20,11 @@ from tests.stack import Stack, parse_instant
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def stack_env() -> dict[str, str]:
+    return {"RECUR_TASK_MODULES": "tests.jobs"}  # the web and the worker know the crashing tasks
+
+
 def _sleepers(stack: Stack, count: int, seconds: float, **fields: Any) -> list[str]:
     """`count` schedules of builtin.sleep whose first tick is due together, in a few seconds."""
     workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "sleep", "task": "builtin.sleep"})
@@ -112,3 +117,25 @@ def test_a_killed_worker_takes_its_slots_with_it(stack: Stack) -> None:
     assert all(_alive(pid) for pid in pids) and worker.pid not in pids
     worker.kill()
     wait_for(lambda: not any(_alive(pid) for pid in pids), 5, interval=0.05, what="the slots to die with it")
+
+
+@pytest.mark.parametrize(("task", "payload", "fields", "error"), [
+    ("tests.segfault", {"crashes": 1}, {}, "work process died by signal 11 (SIGSEGV)"),
+    ("tests.die", {}, {}, "work process died with exit status 13"),
+    ("tests.ignore_timeout", {}, {"timeout_seconds": 1}, "timed out after 1s; the task did not stop"),
+])
+def test_a_task_that_takes_its_work_process_down_leaves_the_other_slots_task_running(
+        stack: Stack, task: str, payload: dict, fields: dict, error: str) -> None:  # type: ignore[type-arg]
+    stack.start_worker("--concurrency", "2", "--name", "slots")
+    stack.wait_workers_ready()
+    [sleeper] = _sleepers(stack, 1, 12)
+    wait_for(lambda: any(r["status"] == "running" for r in stack.api.runs(sleeper)), 30, what="the long task")
+    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": task, "task": task})
+    crasher = stack.api.ok("POST", "/api/v1/schedules/", {
+        "name": "crash", "workflow_id": workflow["id"], "at": (datetime.now(UTC) + timedelta(seconds=1)).isoformat(),
+        "trigger_payload": payload, **fields})["id"]
+    [failed] = wait_for(lambda: [r for r in stack.api.runs(crasher) if r["status"] in ("failed", "timed_out")], 30,
+                        what="the crashing task's attempt to fail")
+    assert error in failed["error"]
+    assert [r["status"] for r in stack.api.runs(sleeper)] == ["running"]  # undisturbed meanwhile
+    wait_for(lambda: [r["status"] for r in stack.api.runs(sleeper)] == ["succeeded"], 30, what="the long task")
