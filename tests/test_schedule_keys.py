@@ -36,7 +36,8 @@ def test_a_key_is_unique_per_owner_and_filters_the_list(app, client):
     assert [s["id"] for s in alice.get("/api/v1/schedules/?key=reports/nightly").json["items"]] == [hers.json["id"]]
     assert [s["id"] for s in client.get("/api/v1/schedules/?key=reports/nightly&owner_id=1").json["items"]] == [
         first.json["id"]]
-    assert client.get("/api/v1/schedules/?key=nothing-like-it").json == {"items": [], "total": 0}
+    assert client.get("/api/v1/schedules/?key=nothing-like-it").json == {"items": [], "total": 0, "total_capped": False,
+                                                                         "next": None}
 
     taken = client.patch(f"/api/v1/schedules/{unkeyed[0]['id']}/", json={"key": "reports/nightly"})
     assert taken.status_code == 409 and "key" in taken.json["errors"]
