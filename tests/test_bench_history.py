@@ -1,7 +1,7 @@
 """`python -m bench --quick --only history` end to end on the pass's database: a history inserted in bulk, every
 request timed against both histories through gunicorn, a link's CPU beside an empty database, and pruning under
 load until it has caught up. Speed is never asserted here (shared machines make it noise): every figure must be
-there, and the pruner must have deleted exactly what was past retention."""
+there, and the pruner must have deleted what was past retention when it began."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_quick_history_scenario_produces_every_figure(tmp_path: Path) -> None:
     assert history["runs"] == document["config"]["history"]["runs"]
     assert set(history["requests"]) == ENDPOINTS
     prune = history["prune"]
-    assert prune["caught_up"] and prune["pruned"] == prune["expected"] > history["runs"] / 2, prune
+    assert prune["caught_up"] and prune["pruned"] >= prune["expected"] > history["runs"] / 2, prune
     assert prune["lateness_while_pruning"]["fires"] > 0 and prune["lateness_after"]["fires"] > 0, prune
     rows = [row for row in document["rows"] if row["scenario"] == "8 history"]
     assert {row["scenario"] for row in document["rows"]} == {"8 history"}
