@@ -26,7 +26,7 @@ from app.chain import rows
 from app.chain.pool import Limits
 from app.chain.slots import Slots, default_concurrency
 from app.chain.workers import RecurPoolWorker, RecurSimpleWorker, RecurWorker
-from app.extensions import connect_redis, db
+from app.extensions import connect_redis, db, queue_names
 from app.schema import ensure_schema
 
 log = logging.getLogger("recur.worker")
@@ -44,11 +44,19 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=None,
                         help="tasks run at once, each in a slot of its own (default: RECUR_WORKER_CONCURRENCY; "
                              "0: one per core)")
+    parser.add_argument("--queues", default=None,
+                        help="comma-separated queues to take links and runs from, first first (default: every queue "
+                             "of the cluster, RECUR_QUEUE then RECUR_QUEUES)")
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     parser.add_argument("--name", default=None, help="worker name (default: host.pid)")
     args = parser.parse_args()
 
     app = create_app()
+    listens = queue_names(app) if args.queues is None else [q.strip() for q in args.queues.split(",") if q.strip()]
+    unknown = [q for q in listens if q not in queue_names(app)]
+    if unknown or not listens:
+        parser.error(f"--queues: {', '.join(unknown) or 'none given'}: not a queue of this cluster "
+                     f"(RECUR_QUEUE and RECUR_QUEUES name {', '.join(queue_names(app))})")
     ensure_schema(app)
     report = reconcile_once(app)
     log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
@@ -76,7 +84,7 @@ def main() -> None:
             # leases and hands off links here and in the work processes, keeps its short deadline
             # (RECUR_REDIS_TIMEOUT_SECONDS).
             redis = connect_redis(app.config["REDIS_URL"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
-            queues = [Queue(app.config["RECUR_QUEUE"], connection=redis)]
+            queues = [Queue(listen, connection=redis) for listen in listens]
             if args.simple:
                 worker: Any = RecurSimpleWorker(queues, connection=redis, name=slot_name)
             elif args.fork:
@@ -92,8 +100,8 @@ def main() -> None:
         else:
             with app.app_context():
                 redis = connect_redis(app.config["REDIS_URL"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
-            log.info("worker %s runs %d slots", name, concurrency)
-            Slots(name, concurrency, run_slot, redis, [app.config["RECUR_QUEUE"]]).start(burst=args.burst)
+            log.info("worker %s runs %d slots on %s", name, concurrency, ", ".join(listens))
+            Slots(name, concurrency, run_slot, redis, listens).start(burst=args.burst)
     finally:
         helper.terminate()
         helper.join(timeout=5)

@@ -23,7 +23,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from app import clock, metrics, retention
 from app.chain.leases import pulse, pulse_every
 from app.chain.mover import Mover
-from app.extensions import db, get_queue, get_redis
+from app.chain.redis_links import queue_named
+from app.extensions import db, get_queue, get_redis, queue_names
 from app.notify import watch
 from app.outside_runs import waiting
 from app.reconcile_stats import count_pass
@@ -169,7 +170,8 @@ def start_waiting(app: Flask) -> None:
 def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = None) -> None:
     """Loop until `stop` is set (or the parent worker is gone): move due links, reconcile periodically."""
     redis = get_redis(app)
-    mover = Mover(redis, get_queue(app))
+    # Every queue's due links, whichever queues this worker's slots listen to: any worker moves them all.
+    movers = [Mover(redis, queue_named(get_queue(app), name)) for name in queue_names(app)]
     max_sleep = app.config["RECUR_MOVER_MAX_SLEEP"]
     every = app.config["RECUR_RECONCILE_SECONDS"]
     lease_seconds, redis_timeout = app.config["RECUR_LEASE_SECONDS"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"]
@@ -182,14 +184,16 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
             if clock.monotonic() >= next_pulse:  # Redis answers: a lease it lets lapse is a lost worker's
                 next_pulse = clock.monotonic() + pulse_every(lease_seconds)
                 pulse(redis, lease_seconds, redis_timeout)
-            mover.move_due(clock.utcnow())
+            for mover in movers:
+                mover.move_due(clock.utcnow())
             if clock.monotonic() >= next_reconcile:
                 next_reconcile = clock.monotonic() + every
                 reconcile_once(app, every)
             if clock.monotonic() >= next_waiting:  # manual and backfill runs parked until they may start
                 next_waiting = clock.monotonic() + waiting.WAITING_PASS_SECONDS
                 start_waiting(app)
-            head = mover.next_due()
+            heads = [due for due in (mover.next_due() for mover in movers) if due is not None]
+            head = min(heads) if heads else None
         except (RedisError, SQLAlchemyError, OSError) as exc:  # Redis or the database away for a moment
             log.warning("background pass failed (%s); retrying", exc)
             head = None

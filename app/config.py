@@ -38,6 +38,8 @@ class Settings:
     DATABASE_URL: str = setting(f"sqlite:///{INSTANCE_DIR / 'recur.db'}", "the database (SQLAlchemy URL, or "
                                 "libpq's multi-host form for a primary and standbys)")
     RECUR_QUEUE: str = setting("recur", "the RQ queue links go through")
+    RECUR_QUEUES: str = setting("", "further RQ queues a workflow may name for its links and runs (comma "
+                                "separated); a worker listens to RECUR_QUEUE and these unless given --queues")
     RECUR_WORKER_CONCURRENCY: int = setting(1, "tasks one worker.py runs at once, each in a slot of its own "
                                             "(0: one per core)", at_least=0)
     RECUR_REDIS_TIMEOUT_SECONDS: float = setting(DEFAULT_REDIS_TIMEOUT_SECONDS,

@@ -133,8 +133,16 @@ def get_redis(app: Flask | None = None) -> Redis:
 
 
 def get_queue(app: Flask | None = None) -> Queue:
+    """The default queue (RECUR_QUEUE): links and runs of workflows that name none."""
     app = app or current_app
     return Queue(app.config["RECUR_QUEUE"], connection=get_redis(app))
+
+
+def queue_names(app: Flask | None = None) -> list[str]:
+    """Every queue of the cluster: the default first, then RECUR_QUEUES (the ones a workflow may name)."""
+    app = app or current_app
+    extra = [name.strip() for name in str(app.config["RECUR_QUEUES"]).split(",") if name.strip()]
+    return list(dict.fromkeys([app.config["RECUR_QUEUE"], *extra]))
 
 
 def engine_of(app: Flask | None = None) -> Engine:

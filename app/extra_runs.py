@@ -62,7 +62,8 @@ def trigger(schedule: ScheduledJob, owner_id: int, now: datetime, overlap: str |
             if first is None:
                 raise
             return first
-    enqueue(schedule.id, run_id, now, RunTrigger.MANUAL.value, overlap, schedule.timeout_seconds)
+    enqueue(schedule.id, run_id, now, RunTrigger.MANUAL.value, overlap, schedule.timeout_seconds,
+            queue_name=schedule.queue)
     return Triggered(run_id, now)
 
 
@@ -81,7 +82,7 @@ def _first(owner_id: int, key: str, schedule: ScheduledJob, now: datetime) -> Tr
         raise KeyReused(key)
     if now - first.created_at < REENQUEUE_WITHIN and db.session.get(Run, first.run_id) is None:
         enqueue(schedule.id, first.run_id, first.scheduled_for, RunTrigger.MANUAL.value, None,
-                        schedule.timeout_seconds)
+                schedule.timeout_seconds, queue_name=schedule.queue)
     return Triggered(first.run_id, first.scheduled_for)
 
 

@@ -29,11 +29,11 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from rq import Worker
+from rq import Queue, Worker
 from rq.registry import ScheduledJobRegistry
 from sqlalchemy import func, select
 
-from app.extensions import db, get_queue, get_redis
+from app.extensions import db, get_redis, queue_names
 from app.models import ScheduledJob, ScheduleStatus, Workflow
 
 log = logging.getLogger(__name__)
@@ -126,13 +126,16 @@ class StateCollector(Collector):
         db.session.rollback()
         yield alerts
 
-        queue = get_queue(self.app)
-        depth = GaugeMetricFamily("recur_queue_depth", "Links waiting in the RQ queue for a worker.", labels=["queue"])
-        depth.add_metric([queue.name], queue.count)
-        yield depth
+        # Every queue of the cluster (RECUR_QUEUE and RECUR_QUEUES: a fixed, configured set of labels).
+        queues = [Queue(name, connection=get_redis(self.app)) for name in queue_names(self.app)]
+        depth = GaugeMetricFamily("recur_queue_depth", "Links and runs waiting in an RQ queue for a worker.",
+                                  labels=["queue"])
         scheduled = GaugeMetricFamily("recur_links_scheduled", "Links waiting for their time in RQ's scheduled "
                                       "registry.", labels=["queue"])
-        scheduled.add_metric([queue.name], ScheduledJobRegistry(queue=queue).count)  # type: ignore[no-untyped-call]
+        for queue in queues:
+            depth.add_metric([queue.name], queue.count)
+            scheduled.add_metric([queue.name], ScheduledJobRegistry(queue=queue).count)  # type: ignore[no-untyped-call]
+        yield depth
         yield scheduled
         workers = GaugeMetricFamily("recur_workers", "RQ workers registered in Redis.")
         workers.add_metric([], Worker.count(connection=get_redis(self.app)))

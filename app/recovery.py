@@ -67,7 +67,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
             select(
                 ScheduledJob.id, ScheduledJob.revision, ScheduledJob.current_repeat,
                 ScheduledJob.current_retry, ScheduledJob.running_run_id, ScheduledJob.next_run_at,
-                ScheduledJob.jitter_seconds, ScheduledJob.timeout_seconds,
+                ScheduledJob.jitter_seconds, ScheduledJob.timeout_seconds, ScheduledJob.queue,
             )
             .where((ScheduledJob.status == ScheduleStatus.ACTIVE.value) & (ScheduledJob.id > last_id))
             .order_by(ScheduledJob.id)
@@ -86,7 +86,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
 
         idle = [r for r in rows if r.running_run_id is None]
         ids = [link_id(r.id, r.current_repeat, r.current_retry) for r in idle]
-        revisions = pending_revisions(redis, queue, ids, now.timestamp(), queued)
+        revisions = pending_revisions(redis, queue, ids, now.timestamp(), queued, [r.queue for r in idle])
         missing = [row for row, pending in zip(idle, revisions, strict=True) if pending != row.revision]
         if missing:
             missing = _really_missing(redis, queue, missing, now, queued)
@@ -113,7 +113,7 @@ def _really_missing(redis: Any, queue: Any, rows: list[Any], now: datetime, queu
     leases = holders(redis, [row.id for row in rows])
     unheld = [row for row, lease in zip(rows, leases, strict=True) if lease is None]
     ids = [link_id(row.id, row.current_repeat, row.current_retry) for row in unheld]
-    revisions = pending_revisions(redis, queue, ids, now.timestamp(), queued)
+    revisions = pending_revisions(redis, queue, ids, now.timestamp(), queued, [row.queue for row in unheld])
     candidates = [row for row, pending in zip(unheld, revisions, strict=True) if pending != row.revision]
     if not candidates:
         return []
@@ -151,6 +151,7 @@ def _repair_links(rows: list[Any], now: datetime, report: Report) -> None:
         else:
             plans.append(planning.plain_link_plan(
                 row.id, row.revision, row.current_repeat, row.current_retry, row.next_run_at, row.timeout_seconds,
+                queue=row.queue,
             ))
     unplanned = []
     if to_load:

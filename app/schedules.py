@@ -100,7 +100,7 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
     get_redis().ping()  # refuse before writing anything if the link could not be handed off
     # The transaction starts here (on SQLite it takes the write lock): checks that need no database
     # come first, so the lock is held for the workflow lookup, the insert and the commit only.
-    _require_workflow(data["workflow_id"], schedule.owner_id)
+    schedule.queue = _require_workflow(data["workflow_id"], schedule.owner_id).queue  # its links' queue
     _require_free_key(schedule.owner_id, schedule.key, None)
     quotas.require_room(schedule.owner_id, "schedules", now)  # QuotaExceeded: the API and the console answer it
     db.session.add(schedule)
@@ -114,8 +114,10 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
 def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJob:
     _refuse_null_timing(data)
     schedule = _locked(schedule_id)
+    moved = False
     if "workflow_id" in data:
-        _require_workflow(data["workflow_id"], schedule.owner_id)
+        queue = _require_workflow(data["workflow_id"], schedule.owner_id).queue
+        moved, schedule.queue = queue != schedule.queue, queue
     if data.get("key") is not None and data["key"] != schedule.key:
         _require_free_key(schedule.owner_id, data["key"], schedule.id)
     audit.record(schedule.id, schedule.owner_id, "update", now,
@@ -147,7 +149,7 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
         get_redis().ping()
     _flush_keyed(schedule.key)
     db.session.commit()
-    if replan:
+    if replan or moved:  # moved to another queue: the same link, put again there (out of the old one)
         hand_off_or_leave_to_recovery(schedule)
     return schedule
 
@@ -299,11 +301,12 @@ def _defaults(schedule: ScheduledJob) -> None:
             setattr(schedule, column, default)
 
 
-def _require_workflow(workflow_id: int, owner_id: int) -> None:
+def _require_workflow(workflow_id: int, owner_id: int) -> Workflow:
     """A schedule uses a workflow of its own owner; another owner's workflow is, to it, no workflow."""
     workflow = db.session.get(Workflow, workflow_id)
     if workflow is None or workflow.owner_id != owner_id:
         raise Invalid({"workflow_id": [f"workflow {workflow_id} does not exist"]})
+    return workflow
 
 
 def _require_free_key(owner_id: int, key: str | None, other_than: str | None) -> None:

@@ -14,6 +14,7 @@ DEFAULTS = {
     "REDIS_URL": "redis://localhost:6379/0",
     "DATABASE_URL": f"sqlite:///{INSTANCE_DIR / 'recur.db'}",
     "RECUR_QUEUE": "recur",
+    "RECUR_QUEUES": "",
     "RECUR_WORKER_CONCURRENCY": 1,
     "RECUR_REDIS_TIMEOUT_SECONDS": 2.0,
     "RECUR_TASK_MODULES": [],

@@ -27,7 +27,7 @@ _DEFER = rawsql.Statement(
     update(_SCHEDULES)
     .where(rows.fence())
     .values(current_repeat=bindparam("p_repeat") + 1, updated_at=bindparam("p_now", type_=UTCDateTime()))
-    .returning(_SCHEDULES.c.timeout_seconds)
+    .returning(_SCHEDULES.c.timeout_seconds, _SCHEDULES.c.queue)
 )
 
 
@@ -38,6 +38,7 @@ class Deferred:
     repeat: int
     timeout_seconds: int
     why: str
+    queue: str | None = None
 
 
 def defer_tick(schedule_id: str, revision: int, repeat: int, retry: int, now: datetime, why: str) -> Deferred | None:
@@ -49,7 +50,7 @@ def defer_tick(schedule_id: str, revision: int, repeat: int, retry: int, now: da
         if row is None:
             tx.rollback()
             return None
-    return Deferred(repeat + 1, row[0], why)
+    return Deferred(repeat + 1, row[0], why, row[1])
 
 
 _RUNNING_IN_WORKFLOW = rawsql.Statement(

@@ -91,12 +91,13 @@ def link_plan(schedule: ScheduledJob) -> LinkPlan:
         )
     return plain_link_plan(
         schedule.id, schedule.revision, schedule.current_repeat, schedule.current_retry, nominal,
-        schedule.timeout_seconds, delay,
+        schedule.timeout_seconds, delay, schedule.queue,
     )
 
 
 def plain_link_plan(
-    schedule_id: str, revision: int, repeat: int, retry: int, nominal: datetime, timeout_seconds: int, delay: int = 0
+    schedule_id: str, revision: int, repeat: int, retry: int, nominal: datetime, timeout_seconds: int, delay: int = 0,
+    queue: str | None = None,
 ) -> LinkPlan:
     """link_plan from the columns themselves, for callers that read rows in bulk (no jitter to draw)."""
     return LinkPlan(
@@ -107,4 +108,5 @@ def plain_link_plan(
         scheduled_for=nominal,
         due_at=nominal + timedelta(seconds=delay),
         timeout_seconds=timeout_seconds,
+        queue=queue,
     )

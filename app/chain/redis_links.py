@@ -39,6 +39,7 @@ class LinkPlan:
     scheduled_for: datetime  # nominal time (UTC, to the millisecond)
     due_at: datetime  # nominal + jitter: when it may start (UTC); its registry score, to the millisecond
     timeout_seconds: int
+    queue: str | None = None  # the RQ queue it goes through (its workflow's); None: the default queue
 
     @property
     def job_id(self) -> str:
@@ -71,7 +72,7 @@ def scheduled_key(queue: Queue) -> str:
 def put_link(queue: Queue, plan: LinkPlan, result_ttl: int, pipeline: Pipeline | None = None) -> bool | None:
     """put_links for one plan: whether it was put, or None with `pipeline` (the answer comes with its results)."""
     if pipeline is not None:
-        _put(pipeline, queue, [plan], result_ttl)
+        _put(pipeline, queue_named(queue, plan.queue), [plan], result_ttl)
         return None
     return bool(put_links(queue, [plan], result_ttl))
 
@@ -92,11 +93,27 @@ def put_links(queue: Queue, plans: list[LinkPlan], result_ttl: int) -> list[str]
     building an RQ Job object per link (recovery puts 100,000 of them at startup).
     """
     put: list[str] = []
-    for offset in range(0, len(plans), PUT_BATCH):
-        batch = plans[offset:offset + PUT_BATCH]
-        flags = _put(queue.connection, queue, batch, result_ttl)
-        put += [plan.job_id for plan, flag in zip(batch, flags, strict=True) if flag]
+    for name, group in _by_queue(plans).items():
+        through = queue_named(queue, name)
+        for offset in range(0, len(group), PUT_BATCH):
+            batch = group[offset:offset + PUT_BATCH]
+            flags = _put(queue.connection, through, batch, result_ttl)
+            put += [plan.job_id for plan, flag in zip(batch, flags, strict=True) if flag]
     return put
+
+
+def _by_queue(plans: list[LinkPlan]) -> dict[str | None, list[LinkPlan]]:
+    groups: dict[str | None, list[LinkPlan]] = {}
+    for plan in plans:
+        groups.setdefault(plan.queue, []).append(plan)
+    return groups
+
+
+def queue_named(default: Queue, name: str | None) -> Queue:
+    """The RQ queue `name` on the default queue's connection (None: the default queue itself)."""
+    if name is None or name == default.name:
+        return default
+    return Queue(name, connection=default.connection, serializer=default.serializer)
 
 
 def _put(client: Redis | Pipeline, queue: Queue, plans: list[LinkPlan], result_ttl: int) -> Any:
@@ -128,8 +145,12 @@ PUT_BATCH = 500
 # costs far less memory than a key per schedule (a lost head, with a Redis flush, only lets recovery put
 # again what the database expects).
 HEADS_KEY = "recur:heads"
+# RQ's key names for a queue's list and its ScheduledJobRegistry, before the queue's name.
+QUEUE_PREFIX = Queue.redis_queue_namespace_prefix
+SCHEDULED_PREFIX = "rq:scheduled:"
 # Both putting and cancelling take a link's pending copy out the same way: off the registry and, if
-# queued, off the queue, and its hash deleted only if pending (a taken one keeps its hash so that RQ can
+# queued, off the queue (the queue its hash names as its origin: a workflow moved to another queue leaves
+# no copy behind in the old one), and its hash deleted only if pending (a taken one keeps its hash so that RQ can
 # finish it cleanly). The queue is a list, and LREM reads all of it: it is searched only for a link whose
 # hash says queued. A successor's ID is new (no hash), and the link it follows was taken (started, or
 # finished by RQ), so a hand-off during a backlog of N queued links costs O(1), not O(N): with every
@@ -138,7 +159,13 @@ HEADS_KEY = "recur:heads"
 _REMOVE_PENDING_LUA = """
 local function remove_pending(registry, queue, key, id)
   redis.call('ZREM', registry, id)
-  local status = redis.call('HGET', key, 'status')
+  local f = redis.call('HMGET', key, 'status', 'origin')
+  local status, origin = f[1], f[2]
+  if origin and '""" + QUEUE_PREFIX + """' .. origin ~= queue then
+    -- a copy put through another queue (its workflow moved since): taken out of that queue's keys
+    queue = '""" + QUEUE_PREFIX + """' .. origin
+    redis.call('ZREM', '""" + SCHEDULED_PREFIX + r"""' .. origin, id)
+  end
   if status == 'queued' then
     redis.call('LREM', queue, 0, id)
   end
@@ -262,7 +289,8 @@ IN_HAND_GRACE_SECONDS = 10.0
 
 
 class QueuedIds:
-    """The IDs on the queue list, read the first time one is looked up, then kept for the pass.
+    """The IDs on a queue's list, each list read the first time one of its IDs is looked up, then kept for
+    the pass.
 
     Read newest first, LRANGE by LRANGE from the tail: movers push at the tail and workers pop at the
     head, so a push between two reads only makes the next read see some IDs twice, and none is missed.
@@ -274,19 +302,24 @@ class QueuedIds:
 
     def __init__(self, redis: Redis, queue: Queue) -> None:
         self._redis = redis
-        self._key = queue.key
-        self._ids: set[bytes] | None = None
+        self._default = queue.name
+        self._ids: dict[str, set[bytes]] = {}
 
     def __contains__(self, job_id: str) -> bool:
-        if self._ids is None:
-            self._ids = self._read()
-        return job_id.encode() in self._ids
+        return self.on(self._default, job_id)
 
-    def _read(self) -> set[bytes]:
+    def on(self, queue_name: str, job_id: str) -> bool:
+        """Whether `job_id` is on the list of the queue named `queue_name`."""
+        ids = self._ids.get(queue_name)
+        if ids is None:
+            ids = self._ids[queue_name] = self._read(QUEUE_PREFIX + queue_name)
+        return job_id.encode() in ids
+
+    def _read(self, key: str) -> set[bytes]:
         ids: set[bytes] = set()
         end = -1
         while True:
-            chunk: list[bytes] = self._redis.lrange(self._key, end - self.CHUNK + 1, end)  # type: ignore[assignment]
+            chunk: list[bytes] = self._redis.lrange(key, end - self.CHUNK + 1, end)  # type: ignore[assignment]
             ids.update(chunk)
             if len(chunk) < self.CHUNK:
                 return ids
@@ -294,7 +327,7 @@ class QueuedIds:
 
 
 def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float,
-                      queued: QueuedIds | None = None) -> list[int | None]:
+                      queued: QueuedIds | None = None, queues: list[str | None] | None = None) -> list[int | None]:
     """For each link ID, the revision of its pending copy in Redis, or None when there is none.
 
     Pending means: scheduled (in the scheduled registry), queued (on the queue list), or taken by a
@@ -302,7 +335,9 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
     clock (`now`; RQ's started_at, stamped with the taking host's own clock, is allowed
     HOST_SKEW_ALLOWANCE_SECONDS more). A link a killed worker took and never claimed is not pending:
     recovery re-creates it (and the fence keeps any stray copy from running the tick twice).
-    A reconciler pass passes one `queued` to all its calls.
+    `queues`: for each link, the queue its row expects it in (None: `queue`); a copy still waiting in
+    another queue (its workflow moved and the re-put did not land) is not pending, so recovery puts it
+    where it belongs. A reconciler pass passes one `queued` to all its calls.
     """
     entries: list[bytes] = []
     for offset in range(0, len(job_ids), CHECK_BATCH):
@@ -315,36 +350,43 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
         b"T": utcformat(datetime.fromtimestamp(now - IN_HAND_GRACE_SECONDS - HOST_SKEW_ALLOWANCE_SECONDS,
                                                UTC)).encode(),
     }
+    expected = queues if queues is not None else [None] * len(job_ids)
     out: list[int | None] = []
-    for job_id, entry in zip(job_ids, entries, strict=True):
-        kind, stamp, description = entry.split(b"\n", 2) if entry else (b"", b"", b"")
+    for job_id, entry, where in zip(job_ids, entries, expected, strict=True):
+        kind, stamp, origin_bytes, description = entry.split(b"\n", 3) if entry else (b"", b"", b"", b"")
+        origin = origin_bytes.decode() or queue.name
         pending = kind == b"S" or (kind in cutoffs and _recent(stamp, cutoffs[kind]))
-        if kind == b"Q" and not pending:
+        if kind in (b"S", b"Q") and origin != (where or queue.name):
+            pending = False  # waiting in a queue its schedule no longer goes through
+        elif kind == b"Q" and not pending:
             # Queued long ago: still pending if it really is on the queue list (a backlog).
             if queued is None:
                 queued = QueuedIds(redis, queue)
-            pending = job_id in queued
+            pending = queued.on(origin, job_id)
         out.append(revision_of(description.decode() if description else None) if pending else None)
     return out
 
 
 CHECK_BATCH = 1000
 # Per link ID, what recovery needs to know in one string: "" (nothing pending), or a kind (S scheduled and
-# in the registry, Q queued, T taken/started), the time it was queued or taken, and its description.
+# in the registry, Q queued, T taken/started), the time it was queued or taken, the queue it was put
+# through (its origin), and its description.
 _PENDING_STATES = r"""
 local prefix = ARGV[1]
 local out = {}
 for i = 2, #ARGV do
   local id = ARGV[i]
-  local f = redis.call('HMGET', prefix .. id, 'status', 'description', 'enqueued_at', 'started_at')
-  local status, description = f[1], f[2] or ''
+  local f = redis.call('HMGET', prefix .. id, 'status', 'description', 'enqueued_at', 'started_at', 'origin')
+  local status, description, origin = f[1], f[2] or '', f[5] or ''
   local entry = ''
   if status == 'scheduled' then
-    if redis.call('ZSCORE', KEYS[1], id) then entry = 'S\n\n' .. description end
+    local registry = KEYS[1]
+    if origin ~= '' then registry = '""" + SCHEDULED_PREFIX + r"""' .. origin end
+    if redis.call('ZSCORE', registry, id) then entry = 'S\n\n' .. origin .. '\n' .. description end
   elseif status == 'queued' then
-    entry = 'Q\n' .. (f[3] or '') .. '\n' .. description
+    entry = 'Q\n' .. (f[3] or '') .. '\n' .. origin .. '\n' .. description
   elseif status == 'started' then
-    entry = 'T\n' .. (f[4] or '') .. '\n' .. description
+    entry = 'T\n' .. (f[4] or '') .. '\n' .. origin .. '\n' .. description
   end
   out[#out + 1] = entry
 end

@@ -125,7 +125,7 @@ def _not_run(outcome: claims.Passed | claims.Wait, schedule_id: str, revision: i
     if deferred is None:
         return "stale"
     hand_off_plans([LinkPlan(schedule_id, revision, deferred.repeat, retry, scheduled_for, concurrency.later(now),
-                             deferred.timeout_seconds)])
+                             deferred.timeout_seconds, deferred.queue)])
     return "deferred"
 
 

@@ -19,7 +19,7 @@ from app.api.schemas.workflows import WorkflowIn
 from app.auth import quotas
 from app.auth.scope import caller
 from app.console import chart, forms, session
-from app.extensions import db, get_queue, get_redis
+from app.extensions import db, get_redis, queue_names
 from app.models import ScheduledJob, ScheduleStatus, Workflow
 from app.reconcile_stats import read_stats
 from app.tasks import task_names
@@ -334,23 +334,24 @@ def health() -> Page:
     """The service's health. As the API's health, the detail that shows other owners' activity (workers' host
     names and current jobs, the queue, the reconciler's totals) only to an admin; to an owner, their own
     schedules' counts and how many workers run."""
-    from rq import Worker
+    from rq import Queue, Worker
     from rq.registry import ScheduledJobRegistry
 
     detail = bool(g.owner.is_admin)
-    redis_state, workers, worker_count, depth, waiting, stats = "ok", [], None, None, None, {}
+    redis_state, workers, worker_count, queues, stats = "ok", [], None, [], {}
     try:
         redis = get_redis()
         if detail:
-            queue = get_queue()
             workers = sorted(Worker.all(connection=redis), key=lambda w: w.name)
             worker_count = len(workers)
-            depth, waiting = queue.count, ScheduledJobRegistry(queue=queue).count  # type: ignore[no-untyped-call]
+            for name in queue_names():  # each queue: links on it, and links waiting for their time
+                queue = Queue(name, connection=redis)
+                queues.append((name, queue.count, ScheduledJobRegistry(queue=queue).count))  # type: ignore[no-untyped-call]
             stats = read_stats(redis)
         else:
             worker_count = Worker.count(connection=redis)
     except RedisError as exc:
         redis_state = f"unavailable: {type(exc).__name__}"
     return render_template("health.html", redis_state=redis_state, detail=detail, workers=workers,
-                           worker_count=worker_count, depth=depth, waiting=waiting, stats=stats,
+                           worker_count=worker_count, queues=queues, stats=stats,
                            counts=queries.status_counts(), statuses=[s.value for s in ScheduleStatus], owner=g.owner)

@@ -24,10 +24,12 @@ _SCHEDULES = ScheduledJob.__table__
 _BACKFILLS = Backfill.__table__
 
 
-def timeout_of(schedule_id: str) -> int | None:
-    timeout = db.session.scalar(select(ScheduledJob.timeout_seconds).where(ScheduledJob.id == schedule_id))
+def timeout_and_queue_of(schedule_id: str) -> tuple[int, str | None]:
+    """What a run's job needs of its schedule: its timeout (600 if it is gone) and queue."""
+    row = db.session.execute(select(ScheduledJob.timeout_seconds, ScheduledJob.queue)
+                             .where(ScheduledJob.id == schedule_id)).first()
     db.session.rollback()
-    return timeout
+    return (row[0] or 600, row[1]) if row is not None else (600, None)
 
 
 _ADVANCE_BACKFILL = rawsql.Statement(
@@ -49,13 +51,13 @@ def start_backfill(backfill_id: str) -> None:
     backfill = db.session.get(Backfill, backfill_id)
     if backfill is None:
         return
-    timeout = timeout_of(backfill.schedule_id) or 600
+    timeout, queue = timeout_and_queue_of(backfill.schedule_id)
     times = [datetime.fromisoformat(t) for t in backfill.times]
     at_once = backfill.overlap == OverlapPolicy.ALLOW_ALL
     db.session.rollback()
     for index, nominal in enumerate(times if at_once else times[:1]):
         enqueue(backfill.schedule_id, backfill_run_id(backfill_id, index), nominal, RunTrigger.BACKFILL.value,
-                backfill.overlap or OverlapPolicy.BUFFER_ALL.value, timeout, backfill_id)
+                backfill.overlap or OverlapPolicy.BUFFER_ALL.value, timeout, backfill_id, queue_name=queue)
 
 
 def backfill_run_id(backfill_id: str, index: int) -> str:
@@ -87,10 +89,11 @@ def continue_backfill(backfill_id: str, ended_run_id: str, now: datetime) -> Non
         if started + 1 >= total:
             tx.execute(_FINISH_BACKFILL, {"p_id": backfill_id, "p_now": now})
     if started + 1 < total and overlap != OverlapPolicy.ALLOW_ALL:
-        timeout = timeout_of(schedule_id) or 600
+        timeout, queue = timeout_and_queue_of(schedule_id)
         index = started + 1
         enqueue(schedule_id, backfill_run_id(backfill_id, index), datetime.fromisoformat(times[index]),
-                RunTrigger.BACKFILL.value, overlap or OverlapPolicy.BUFFER_ALL.value, timeout, backfill_id)
+                RunTrigger.BACKFILL.value, overlap or OverlapPolicy.BUFFER_ALL.value, timeout, backfill_id,
+                queue_name=queue)
 
 
 RESUME_BATCH = 1000  # running backfills one reconciler pass looks at
@@ -132,16 +135,18 @@ def resume_backfills(now: datetime) -> list[str]:
     rowless = [run_id for run_id in due if run_id not in ended]
     lost = [run_id for run_id, on_its_way in zip(rowless, on_its_way(redis, rowless), strict=True) if not on_its_way]
     lost_of = {due[run_id][0].schedule_id for run_id in lost}
-    timeouts = {sid: timeout for sid, timeout in db.session.execute(
-        select(_SCHEDULES.c.id, _SCHEDULES.c.timeout_seconds).where(_SCHEDULES.c.id.in_(lost_of)))} if lost else {}
+    timeouts = {sid: (timeout, queue) for sid, timeout, queue in db.session.execute(
+        select(_SCHEDULES.c.id, _SCHEDULES.c.timeout_seconds, _SCHEDULES.c.queue)
+        .where(_SCHEDULES.c.id.in_(lost_of)))} if lost else {}
     db.session.rollback()
     for run_id in lost:
         backfill, index = due[run_id]
         if backfill.schedule_id not in timeouts:
             continue
+        timeout, queue = timeouts[backfill.schedule_id]
         enqueue(backfill.schedule_id, run_id, datetime.fromisoformat(backfill.times[index]),
                 RunTrigger.BACKFILL.value, backfill.overlap or OverlapPolicy.BUFFER_ALL.value,
-                timeouts[backfill.schedule_id], backfill.id, attempt=int(now.timestamp()))
+                timeout, backfill.id, attempt=int(now.timestamp()), queue_name=queue)
         log.warning("recovery: backfill %s had lost its run %s (time %d of %d); enqueued it again",
                     backfill.id, run_id, index + 1, backfill.total)
     return lost

@@ -11,6 +11,7 @@ from redis.client import Pipeline
 from rq.job import Job
 
 from app.chain.ids import outside_job_id
+from app.chain.redis_links import queue_named
 from app.chain.running import OUTSIDE_KEY
 from app.extensions import get_queue, get_redis
 
@@ -24,10 +25,11 @@ PENDING_JOB = {b"queued", b"scheduled", b"started", b"deferred"}
 
 def enqueue(schedule_id: str, run_id: str, scheduled_for: datetime, trigger: str, overlap: str | None,
             timeout_seconds: int, backfill_id: str | None = None, attempt: int = 0,
-            waiting_since: float | None = None, pipeline: Pipeline | None = None) -> str:
-    """Put the job of an outside run on the queue and list it in QUEUED_KEY; returns its job ID. With
-    `pipeline`, only adds to it (the caller executes it)."""
-    queue = get_queue()
+            waiting_since: float | None = None, pipeline: Pipeline | None = None, queue_name: str | None = None) -> str:
+    """Put the job of an outside run on its schedule's queue (`queue_name`: the schedule's `queue`, its
+    workflow's) and list it in QUEUED_KEY; returns its job ID. With `pipeline`, only adds to it (the caller
+    executes it)."""
+    queue = queue_named(get_queue(), queue_name)
     kwargs = {"schedule_id": schedule_id, "run_id": run_id, "scheduled_for": scheduled_for.isoformat(),
               "trigger": trigger, "overlap": overlap, "backfill_id": backfill_id, "attempt": attempt,
               "waiting_since": waiting_since}

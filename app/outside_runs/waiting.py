@@ -81,11 +81,12 @@ def start_waiting() -> list[str]:
         run_ids = [head.decode() for head in heads]
         raw: list[bytes | None] = redis.hmget(WAITING_ARGS_KEY, run_ids)  # type: ignore[assignment]
         parked = [Parked.loads(run_id, args) for run_id, args in zip(run_ids, raw, strict=True) if args]
-        to_start, timeouts, gone = _may_start(parked, _in_flight(redis))
+        to_start, rows, gone = _may_start(parked, _in_flight(redis))
         with redis.pipeline() as pipe:
             for run in to_start:
                 enqueue(run.schedule_id, run.run_id, datetime.fromisoformat(run.scheduled_for), run.trigger,
-                        run.overlap, timeouts[run.schedule_id], run.backfill_id, run.attempt + 1, run.since, pipe)
+                        run.overlap, rows[run.schedule_id].timeout_seconds, run.backfill_id, run.attempt + 1,
+                        run.since, pipe, rows[run.schedule_id].queue)
             done = [run.run_id for run in to_start] + gone + [r for r, args in zip(run_ids, raw, strict=True)
                                                                 if not args]
             if done:
@@ -104,15 +105,15 @@ def _in_flight(redis: Any) -> dict[str, str]:
     return {run_id.decode(): entry.decode().split(" ", 1)[0] for run_id, entry in listed.items()}
 
 
-def _may_start(parked: list[Parked], in_flight: dict[str, str]) -> tuple[list[Parked], dict[str, int], list[str]]:
+def _may_start(parked: list[Parked], in_flight: dict[str, str]) -> tuple[list[Parked], dict[str, Any], list[str]]:
     """Of parked runs (oldest first), those that may start now by the overlap policy and the concurrency
-    limit, each schedule's and each workflow's in order; the timeouts of their schedules; and the run IDs
+    limit, each schedule's and each workflow's in order; their schedules' rows (timeout, queue); and the run IDs
     to forget (schedule deleted, backfill no longer running). Runs `in_flight` count as running."""
     schedule_ids = sorted({run.schedule_id for run in parked} | set(in_flight.values()))
     backfill_ids = sorted({run.backfill_id for run in parked if run.backfill_id})
     schedules = {row.id: row for row in db.session.execute(
         select(_SCHEDULES.c.id, _SCHEDULES.c.overlap, _SCHEDULES.c.timeout_seconds, _SCHEDULES.c.workflow_id,
-               Workflow.max_concurrent_runs, Workflow.concurrency_policy)
+               Workflow.max_concurrent_runs, Workflow.concurrency_policy, _SCHEDULES.c.queue)
         .select_from(_SCHEDULES.join(Workflow.__table__, Workflow.id == _SCHEDULES.c.workflow_id))
         .where(_SCHEDULES.c.id.in_(schedule_ids)))}
     running_backfills = set(db.session.scalars(
@@ -151,4 +152,4 @@ def _may_start(parked: list[Parked], in_flight: dict[str, str]) -> tuple[list[Pa
         to_start.append(run)
         running[run.schedule_id] += 1
         in_workflow[row.workflow_id] += 1
-    return to_start, {row.id: row.timeout_seconds for row in schedules.values()}, gone
+    return to_start, schedules, gone

@@ -8,6 +8,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from app.api.schemas.common import Cursor, OwnedPageIn, page_of
 from app.api.schemas.fields import Iso, out, whole
+from app.extensions import queue_names
 from app.models import ConcurrencyPolicy
 from app.queries import WORKFLOWS
 from app.tasks import get_task, task_names
@@ -26,6 +27,18 @@ class KnownTask(validate.Validator):
         return value
 
 
+class KnownQueue(validate.Validator):
+    """The name of one of the cluster's queues (RECUR_QUEUE, RECUR_QUEUES): a queue no worker is told of
+    would hold its links for ever."""
+
+    def __call__(self, value: str) -> str:
+        names = queue_names()
+        if value not in names:
+            raise ValidationError(f"unknown queue {value!r}; this cluster's queues (RECUR_QUEUE, RECUR_QUEUES): "
+                                  f"{', '.join(names)}")
+        return value
+
+
 class WorkflowIn(Schema):
     """Create body; PATCH loads it with partial=True. The console's form is loaded by it too."""
 
@@ -38,6 +51,8 @@ class WorkflowIn(Schema):
     concurrency_policy = fields.String(validate=validate.OneOf([p.value for p in ConcurrencyPolicy]))
     breaker_threshold = whole(1, MAX_BREAKER_THRESHOLD, allow_none=True)  # null: no breaker
     breaker_reset_seconds = whole(1, MAX_BREAKER_RESET_SECONDS)
+    # The RQ queue its schedules' links and runs go through; null: the default queue (RECUR_QUEUE).
+    queue = fields.String(allow_none=True, validate=[validate.Length(min=1, max=64), KnownQueue()])
 
 
 class WorkflowOut(Schema):
@@ -50,6 +65,7 @@ class WorkflowOut(Schema):
     breaker_threshold = out(fields.Integer(allow_none=True))
     breaker_reset_seconds = out(fields.Integer())
     breaker_state = out(fields.String())
+    queue = out(fields.String(allow_none=True))
     created_at = out(Iso())
 
 
