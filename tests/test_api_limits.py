@@ -285,3 +285,19 @@ def test_patch_total_repeats_of_a_paused_schedule_at_its_run_count_makes_it_done
     assert response.status_code == 200, response.json
     assert response.json["status"] == "done"
     _assert_error(client.post(f"/api/v1/schedules/{schedule.id}/resume/"), 400)
+
+
+def test_a_breakers_answer_lists_its_newest_hundred_transitions_oldest_first(app, client):
+    from datetime import timedelta
+
+    from app.models import BreakerTransition
+
+    workflow_id = _workflow(client)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    db.session.add_all([BreakerTransition(workflow_id=workflow_id, from_state="closed", to_state="open",
+                                          at=start + timedelta(minutes=n), reason=f"#{n}", by="system")
+                        for n in range(150)])
+    db.session.commit()
+    answer = client.get(f"/api/v1/workflows/{workflow_id}/breaker/")
+    assert answer.status_code == 200
+    assert [t["reason"] for t in answer.json["history"]] == [f"#{n}" for n in range(50, 150)]

@@ -71,10 +71,13 @@ class WorkflowItem(MethodView):
         workflows.delete(workflow_or_404(workflow_id), clock.utcnow())
 
 
+BREAKER_HISTORY = 100  # the newest transitions a breaker's answer lists (older ones go with the audit trail)
+
+
 def _breaker(workflow: Workflow) -> Joined:
-    history = db.session.scalars(select(BreakerTransition).where(BreakerTransition.workflow_id == workflow.id)
-                                 .order_by(BreakerTransition.id))
-    return Joined(workflow, history=list(history))
+    newest = db.session.scalars(select(BreakerTransition).where(BreakerTransition.workflow_id == workflow.id)
+                                .order_by(BreakerTransition.id.desc()).limit(BREAKER_HISTORY))
+    return Joined(workflow, history=list(reversed(list(newest))))
 
 
 @api.route("/workflows/<int:workflow_id>/breaker/", endpoint="breaker")
