@@ -173,3 +173,38 @@ def test_an_ipv6_literal_host_is_bracketed_in_the_host_header() -> None:
         server.close()
     assert reply.status_code == 204, reply
     assert f"Host: [::1]:{port}\r\n".encode() in seen[0], seen
+
+
+def test_a_given_up_delivery_is_sent_again_by_hand_once_per_request_and_the_log_says_so(app, client):
+    receiver = Receiver(free_port())
+    receiver.start()
+    try:
+        row_id = _pending_delivery(app, client, receiver.url, created_ago=timedelta(days=1, minutes=1))
+        delivery.deliver_due(clock.utcnow())
+        delivery.wait_idle()
+        db.session.remove()
+        row = db.session.get(Delivery, row_id)
+        assert row is not None and row.status == "failed" and receiver.events() == []
+        webhook_id = row.webhook_id
+        db.session.rollback()
+        path = f"/api/v1/webhooks/{webhook_id}/deliveries/{row_id}/redeliver/"
+
+        first = client.post(path)
+        assert first.status_code == 202, first.json
+        assert (first.json["status"], first.json["id"]) == ("pending", row_id)
+        again = client.post(path)  # the same request again: still the one redelivery
+        assert again.status_code == 202 and again.json["status"] == "pending"
+        delivery.deliver_due(clock.utcnow())  # its day counts from the redelivery, not from the event
+        delivery.wait_idle()
+        wait_for(lambda: receiver.types() == ["schedule.paused"], 5, what="the delivery sent again")
+        db.session.remove()
+        assert db.session.get(Delivery, row_id).status == "delivered"  # type: ignore[union-attr]
+        log = client.get(f"/api/v1/webhooks/{webhook_id}/deliveries/").json["items"]
+        # Newest first: the attempt that delivered it, then the request that sent it again (it sent nothing).
+        assert [(e["delivery_id"], e["requested_by"] is not None) for e in log] == [(row_id, False), (row_id, True)]
+        assert 200 <= log[0]["status_code"] < 300 and log[1]["status_code"] is None
+        assert "admin" in log[1]["requested_by"] and "it was failed" in log[1]["error"]
+        missing = client.post(f"/api/v1/webhooks/{webhook_id}/deliveries/999999/redeliver/")
+        assert missing.status_code == 404
+    finally:
+        receiver.stop()

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app
+from flask import current_app, g
 from flask.views import MethodView
 from sqlalchemy import delete, func, select
 
 from app import clock
 from app.api.blueprint import api
-from app.api.errors import not_found, validation_error
+from app.api.errors import ApiError, not_found, validation_error
 from app.api.schemas.fields import Joined
 from app.api.schemas.webhooks import (
     DeliveryAttemptPage,
     DeliveryAttemptPageIn,
+    DeliveryOut,
     WebhookCreatedOut,
     WebhookIn,
     WebhookOut,
@@ -24,7 +25,7 @@ from app.api.schemas.webhooks import (
 from app.auth import quotas
 from app.auth.scope import caller, scoped
 from app.extensions import db
-from app.notify import guard, outbox, signing
+from app.notify import guard, outbox, redelivery, signing
 from app.notify.models import Delivery, DeliveryAttempt, Webhook
 from app.queries import DELIVERY_ATTEMPTS, TOTAL_CAP, WEBHOOKS, Page, keyset_page, owned
 
@@ -110,3 +111,28 @@ class WebhookDeliveries(MethodView):
             select(Delivery.id).where(Delivery.webhook_id == webhook.id, Delivery.status == "pending")
             .limit(TOTAL_CAP).subquery()))
         return Joined(attempts, pending=int(pending or 0))
+
+
+@api.route("/webhooks/<int:webhook_id>/deliveries/<int:delivery_id>/redeliver/", endpoint="webhook_redeliver")
+class WebhookRedeliver(MethodView):
+    @api.response(202, DeliveryOut)
+    @api.errors(404, 409)
+    def post(self, webhook_id: int, delivery_id: int) -> Delivery:
+        """Send a delivery again: one that failed (gave up after a day), was dropped or was delivered
+
+        It goes back to pending, due now, with a day of attempts from now; the delivery log gets an entry
+        naming who asked (`requested_by`). A delivery that is pending already (asked for again, or still
+        being retried) is left as it is, so a repeat of the request sends it once. 409 when its event was
+        pruned (RECUR_KEEP_EVENTS_DAYS).
+        """
+        webhook = webhook_or_404(webhook_id)
+        delivery = db.session.scalars(select(Delivery).where(
+            (Delivery.id == delivery_id) & (Delivery.webhook_id == webhook.id)).with_for_update()).first()
+        if delivery is None:
+            raise not_found("delivery", delivery_id)
+        by = f"{g.owner.name} (token {g.token.name})" if g.get("token") is not None else g.owner.name
+        try:
+            return redelivery.redeliver(delivery, by, clock.utcnow())
+        except redelivery.EventGone as exc:
+            raise ApiError(409, "conflict", f"Delivery {delivery_id}'s event {exc} was pruned; nothing is left "
+                           "to send.") from exc

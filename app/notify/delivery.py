@@ -202,7 +202,7 @@ def _letter(delivery_id: int, now: datetime) -> _Letter | None:
             log.warning("delivery %s dropped: %s", delivery_id, reason)
             return None
         assert webhook is not None and event is not None
-        if now - delivery.created_at >= GIVE_UP_AFTER:
+        if now - (delivery.redelivered_at or delivery.created_at) >= GIVE_UP_AFTER:
             delivery.status, delivery.reason = "failed", f"gave up: not delivered within {GIVE_UP_AFTER}"
             db.session.commit()
             return None

@@ -69,6 +69,8 @@ class Delivery(db.Model):  # type: ignore[name-defined,misc]
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)  # why it was dropped or given up
+    # When an owner last asked for it to be sent again (app.notify.redelivery): its day counts from then.
+    redelivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class DeliveryAttempt(db.Model):  # type: ignore[name-defined,misc]
@@ -87,3 +89,5 @@ class DeliveryAttempt(db.Model):  # type: ignore[name-defined,misc]
     status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     duration_ms: Mapped[int] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Set on the log's entry for a request to send it again (who asked); such an entry sent nothing.
+    requested_by: Mapped[str | None] = mapped_column(String(200), nullable=True)

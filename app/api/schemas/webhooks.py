@@ -53,6 +53,7 @@ WebhookPage = page_of(WebhookOut)
 
 
 class DeliveryAttemptOut(Schema):
+    delivery_id = out(fields.Integer())
     event_id = out(fields.String())
     event_type = out(fields.String())
     attempt = out(fields.Integer())
@@ -60,6 +61,19 @@ class DeliveryAttemptOut(Schema):
     status_code = out(fields.Integer(allow_none=True))
     duration_ms = out(fields.Integer())
     error = out(fields.String(allow_none=True))
+    requested_by = out(fields.String(allow_none=True, metadata={
+        "description": "set on an entry that records a request to send the delivery again (who asked); such "
+                       "an entry sent nothing"}))
+
+
+class DeliveryOut(Schema):
+    id = out(fields.Integer())
+    webhook_id = out(fields.Integer())
+    event_id = out(fields.String())
+    status = out(fields.String(metadata={"description": "pending, delivered, failed (given up) or dropped"}))
+    attempts = out(fields.Integer())
+    next_attempt_at = out(Iso())
+    redelivered_at = out(Iso(allow_none=True))
 
 
 class DeliveryAttemptPageIn(PageIn):
