@@ -53,6 +53,12 @@ HISTORY_PRUNING_P99_MS = 100.0
 HISTORY_GROWTH_SHARE = 0.1
 
 
+# Scenario 9 (mixed): with more slots than slow tasks running at once, the quick schedules' lateness p99 at most
+# this; with the slow workflow on its own queue and worker, at most this many times the same quick load alone.
+MIXED_ROOMY_P99_MS = 100.0
+MIXED_OWN_QUEUE_RATIO = 1.2
+
+
 def at_most(value: float | None, baseline: float | None, limit: float) -> bool | None:
     """Whether `value` is within `limit` times `baseline`; None when either could not be measured."""
     if value is None or baseline is None or baseline <= 0:
