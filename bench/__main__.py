@@ -21,8 +21,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench import api, burst, history, lateness, memory, scale, throughput
+from bench import api, burst, history, lateness, memory, mixed, scale, throughput
 from bench.history_report import history_rows
+from bench.mixed_report import mixed_rows
 from bench.report import build_rows, render
 from bench.stack import Bench, cores, postgres_available
 
@@ -44,6 +45,14 @@ FULL = {
     # (schedules, interval s), sampled every `sample` s until `settle` s after it caught up, `limit` s at most.
     "history": {"runs": 10_000_000, "schedules": 1000, "big": 2_000_000, "small": 1000, "requests": 200,
                 "warmup": 20, "links": 1600, "load": (300, 10), "sample": 5, "settle": 60, "limit": 1200},
+    # Scenario 9 (`--only mixed`, not in the default run): quick schedules (count, interval s) beside slow ones
+    # (count, interval s) whose tasks sleep (low, high) s, first due over slow_spread s, for `seconds`, each row
+    # waiting `drain` s at most for its window's runs; one worker with each concurrency (None: the default)
+    # for the quick load alone and beside the slow one; the slow workflow on its own queue and worker
+    # (own_queue slots); throughput of one worker with each of throughput_slots beside rq worker-pool.
+    "mixed": {"quick": (1000, 20), "slow": (20, 60), "sleep": (5, 30), "slow_spread": 20, "seconds": 120,
+              "drain": 30, "baseline": [None, 24], "mixed": [24, None, 2], "own_queue": 24,
+              "throughput_slots": [2, 4], "throughput_count": 1000},
 }
 # Tiny and short: every figure, in as few seconds as each scenario's waits allow (CI runs it on each database).
 QUICK = {
@@ -57,6 +66,9 @@ QUICK = {
     "throughput_workers": "one per core",
     "history": {"runs": 20_000, "schedules": 200, "big": 4000, "small": 1000, "requests": 20, "warmup": 5,
                 "links": 100, "load": (30, 2), "sample": 1, "settle": 5, "limit": 120},
+    "mixed": {"quick": (30, 2), "slow": (4, 6), "sleep": (1, 3), "slow_spread": 2, "seconds": 8, "drain": 5,
+              "baseline": [None, 6], "mixed": [6, None, 2], "own_queue": 6, "throughput_slots": [2],
+              "throughput_count": 60},
 }
 # Scenario 1's contenders: (system, kind); bare RQ's two worker classes on no-op jobs, SimpleWorker on jobs that
 # record their own run in the database (bench/durable.py), then worker.py's three modes.
@@ -199,6 +211,11 @@ def run(config: dict[str, Any], only: set[str], database: str) -> dict[str, Any]
                 f"{tag} 8 history: {spec['runs']:,} runs over {spec['schedules']:,} schedules "
                 f"({spec['big']:,} behind one) beside {spec['small']:,}",
                 lambda: history.recur(bench, spec, n, say))
+        if "9" in only or "mixed" in only:
+            spec = config["mixed"]
+            results["mixed"] = attempt(
+                f"{tag} 9 mixed: {spec['quick'][0]:,} quick schedules beside {spec['slow'][0]} slow ones, "
+                f"{spec['seconds']} s a row", lambda: mixed.recur(bench, spec, say))
     finally:
         bench.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -210,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks that every figure is produced")
     parser.add_argument("--out", type=Path, default=HERE / "results.json", help="where to write the JSON")
     parser.add_argument("--only", default="1,2,3,4,5,6,7",
-                        help="comma-separated scenario numbers (8, or history: a big run history, not in the "
-                             "default run)")
+                        help="comma-separated scenario numbers (8, or history: a big run history; 9, or mixed: "
+                             "quick schedules beside slow ones; neither in the default run)")
     parser.add_argument("--db", default=None,
                         help="comma-separated: sqlite, postgres (default: both, or sqlite alone where PostgreSQL's "
                              "server binaries are missing)")
@@ -238,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     results = {database: run(config, only, database) for database in databases}
     rows = [row for database in databases
             for row in [*build_rows(results[database], cores(), database),
-                        *history_rows(results[database].get("history"), database)]]
+                        *history_rows(results[database].get("history"), database),
+                        *mixed_rows(results[database].get("mixed"), database)]]
     document = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"), "quick": args.quick,
         "seconds": round(time.monotonic() - started), "machine": machine(), "config": config,
