@@ -19,15 +19,23 @@ from typing import Any
 
 from rq import Queue
 
-import app.chain.link  # noqa: F401  (imported once here, not by every work horse)
-from app import create_app
-from app.background import background_process_main, reconcile_once
-from app.chain import rows
-from app.chain.pool import Limits
-from app.chain.slots import Slots, default_concurrency
-from app.chain.workers import RecurPoolWorker, RecurSimpleWorker, RecurWorker
-from app.extensions import connect_redis, db, queue_names
-from app.schema import ensure_schema
+from host_metrics import use_host_directory
+
+use_host_directory()  # before app imports prometheus-client
+
+from prometheus_client import start_http_server  # noqa: E402
+
+import app.chain.link  # noqa: E402,F401  (imported once here, not by every work horse)
+from app import create_app  # noqa: E402
+from app.background import background_process_main, reconcile_once  # noqa: E402
+from app.chain import rows  # noqa: E402
+from app.chain.pool import Limits  # noqa: E402
+from app.chain.slots import Slots, default_concurrency  # noqa: E402
+from app.chain.workers import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
+from app.extensions import connect_redis, db, queue_names  # noqa: E402
+from app.metrics import host_registry  # noqa: E402
+from app.metrics_files import fold_ended  # noqa: E402
+from app.schema import ensure_schema  # noqa: E402
 
 log = logging.getLogger("recur.worker")
 
@@ -58,6 +66,7 @@ def main() -> None:
         parser.error(f"--queues: {', '.join(unknown) or 'none given'}: not a queue of this cluster "
                      f"(RECUR_QUEUE and RECUR_QUEUES name {', '.join(queue_names(app))})")
     ensure_schema(app)
+    fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])  # what this host's ended processes counted, kept in one file
     report = reconcile_once(app)
     log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
     with app.app_context():
@@ -68,6 +77,13 @@ def main() -> None:
         target=background_process_main, args=(app, os.getpid()), name="recur-background", daemon=True
     )
     helper.start()
+    if app.config["RECUR_METRICS_PORT"]:  # a host with no web process: its counts are scraped here
+        registry = host_registry()
+        assert registry is not None  # use_host_directory() set PROMETHEUS_MULTIPROC_DIR
+        try:
+            start_http_server(app.config["RECUR_METRICS_PORT"], app.config["RECUR_METRICS_ADDRESS"], registry=registry)
+        except OSError as exc:  # another worker of this host serves them (the directory is the host's)
+            log.warning("metrics port %s not served here (%s)", app.config["RECUR_METRICS_PORT"], exc)
 
     if not args.simple:
         # Everything allocated so far is left out of the collector's passes: a work process's collections

@@ -20,7 +20,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import clock, metrics, retention
+from app import clock, metrics, metrics_files, retention
 from app.chain.leases import pulse, pulse_every
 from app.chain.mover import Mover
 from app.chain.redis_links import queue_named
@@ -167,6 +167,9 @@ def start_waiting(app: Flask) -> None:
             db.session.remove()
 
 
+FOLD_SECONDS = 600.0  # how often a worker folds the metric files of its host's ended processes
+
+
 def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = None) -> None:
     """Loop until `stop` is set (or the parent worker is gone): move due links, reconcile periodically."""
     redis = get_redis(app)
@@ -175,7 +178,7 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
     max_sleep = app.config["RECUR_MOVER_MAX_SLEEP"]
     every = app.config["RECUR_RECONCILE_SECONDS"]
     lease_seconds, redis_timeout = app.config["RECUR_LEASE_SECONDS"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"]
-    next_reconcile = next_waiting = next_pulse = 0.0
+    next_reconcile = next_waiting = next_pulse = next_fold = 0.0
     while not stop.is_set():
         if parent_pid is not None and os.getppid() != parent_pid:
             return
@@ -189,6 +192,9 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
             if clock.monotonic() >= next_reconcile:
                 next_reconcile = clock.monotonic() + every
                 reconcile_once(app, every)
+            if clock.monotonic() >= next_fold and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+                next_fold = clock.monotonic() + FOLD_SECONDS  # files of this host's ended processes, into one
+                metrics_files.fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])
             if clock.monotonic() >= next_waiting:  # manual and backfill runs parked until they may start
                 next_waiting = clock.monotonic() + waiting.WAITING_PASS_SECONDS
                 start_waiting(app)

@@ -38,6 +38,9 @@ class Settings:
     DATABASE_URL: str = setting(f"sqlite:///{INSTANCE_DIR / 'recur.db'}", "the database (SQLAlchemy URL, or "
                                 "libpq's multi-host form for a primary and standbys)")
     RECUR_QUEUE: str = setting("recur", "the RQ queue links go through")
+    RECUR_METRICS_PORT: int = setting(0, "a worker.py serves its host's metrics on this port too (0: not); for a "
+                                      "host without a web process", at_least=0)
+    RECUR_METRICS_ADDRESS: str = setting("127.0.0.1", "the address a worker's metrics port listens on")
     RECUR_QUEUES: str = setting("", "further RQ queues a workflow may name for its links and runs (comma "
                                 "separated); a worker listens to RECUR_QUEUE and these unless given --queues")
     RECUR_WORKER_CONCURRENCY: int = setting(1, "tasks one worker.py runs at once, each in a slot of its own "

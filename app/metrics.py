@@ -1,11 +1,12 @@
 """Prometheus metrics: what every process counts (runs, lateness, durations, reconciler passes) and what is read
 from the database and Redis at scrape time (schedules by status, queue depth, workers), served at GET /metrics.
 
-With PROMETHEUS_MULTIPROC_DIR set (a directory shared by the web and worker processes of one host, emptied
-before they start) prometheus-client keeps each process's values in files there and /metrics adds them up;
-without it, /metrics shows the answering process's own values. Labels are bounded: status, trigger, reason,
-state, queue, workflow_id, table; never a schedule or run id, and never a name an owner typed (/metrics may be open
-to anyone: it shows counts, not what owners called their things).
+With PROMETHEUS_MULTIPROC_DIR set (a directory shared by the web and worker processes of one host; the entry
+points default it to instance/metrics, see app.metrics_files) prometheus-client keeps each process's values in
+files there and /metrics adds them up; without it, /metrics shows the answering process's own values.
+Labels are bounded: status, trigger, reason, state, queue, workflow_id, table; never a schedule or run id,
+and never a name an owner typed (/metrics may be open to anyone: it shows counts, not what owners called
+their things).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from rq import Queue, Worker
 from rq.registry import ScheduledJobRegistry
 from sqlalchemy import func, select
 
+from app import metrics_files
 from app.extensions import db, get_redis, queue_names
 from app.models import ScheduledJob, ScheduleStatus, Workflow
 
@@ -154,15 +156,32 @@ def scrape() -> Response:
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected.encode()):
             return Response("metrics need 'Authorization: Bearer <RECUR_METRICS_TOKEN>'\n", 401,
                             {"WWW-Authenticate": 'Bearer realm="recur-metrics"', "Content-Type": "text/plain"})
-    registry: Any = REGISTRY
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-    else:
-        registry = CollectorRegistry()
-        registry.register(_Forward(REGISTRY))
-    registry.register(StateCollector(current_app._get_current_object()))  # type: ignore[attr-defined]
-    return Response(generate_latest(registry), 200, {"Content-Type": CONTENT_TYPE_LATEST})
+    counted = host_registry()
+    if counted is None:
+        counted = CollectorRegistry()
+        counted.register(_Forward(REGISTRY))
+    state = CollectorRegistry()
+    state.register(StateCollector(current_app._get_current_object()))  # type: ignore[attr-defined]
+    return Response(generate_latest(counted) + generate_latest(state), 200, {"Content-Type": CONTENT_TYPE_LATEST})
+
+
+class _HostFiles(multiprocess.MultiProcessCollector):
+    """Every process of this host, read from PROMETHEUS_MULTIPROC_DIR while no fold changes it."""
+
+    def collect(self) -> Any:
+        with metrics_files.reading(self._path):
+            return list(super().collect())  # type: ignore[no-untyped-call]
+
+
+def host_registry() -> CollectorRegistry | None:
+    """A registry of what this host's processes counted (None without PROMETHEUS_MULTIPROC_DIR): served by
+    /metrics, and by a worker's own port (RECUR_METRICS_PORT)."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        return None
+    registry = CollectorRegistry()
+    _HostFiles(registry, path=directory)  # type: ignore[no-untyped-call]
+    return registry
 
 
 class _Forward(Collector):

@@ -140,6 +140,8 @@ class RecurEnv:
             "REDIS_URL": bench.redis_server.url,
             "RECUR_QUEUE": "recur",
             "RECUR_TASK_MODULES": "",
+            # The environment's processes keep their metrics together, apart from any other's.
+            "PROMETHEUS_MULTIPROC_DIR": str(directory / "metrics"),
             **settings,
         }
         self.app: Flask = create_app({k: v for k, v in self.env.items() if k != "RECUR_TASK_MODULES"})

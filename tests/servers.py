@@ -136,16 +136,20 @@ def print_logs_if_failed(node: Any, logs: Iterable[Path], lines: int = 40) -> No
 class Process:
     """A real Recur process (gunicorn web or worker.py) with its output in a log file."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, new_session: bool = False) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, new_session: bool = False,
+                 cwd: Path = ROOT) -> None:
         import os
         import sys
 
         self.log_path = log_path
         self._log = open(log_path, "ab")  # noqa: SIM115 (closed in stop)
         full_env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
+        if cwd == ROOT:  # a test's processes share a metrics directory of their own (the default,
+            # instance/metrics under the checkout, would be shared by every test run from it)
+            full_env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(log_path.parent / "metrics"))
         bin_dir = str(Path(sys.executable).parent)
         full_env["PATH"] = bin_dir + os.pathsep + full_env.get("PATH", "")
-        self.popen = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+        self.popen = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
                                       start_new_session=new_session)
 
     @property
@@ -182,20 +186,21 @@ class Process:
         return self.log_path.read_text(errors="replace")
 
 
-def start_web(env: dict[str, str], port: int, log_path: Path) -> Process:
+def start_web(env: dict[str, str], port: int, log_path: Path, cwd: Path = ROOT) -> Process:
     import sys
 
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     # No control socket: gunicorn 27 puts it at one path per user, which concurrent test servers share.
     return Process([gunicorn, "wsgi:app", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4",
                     "--no-control-socket"],
-                   env, log_path)
+                   env, log_path, cwd=cwd)
 
 
-def start_worker(env: dict[str, str], log_path: Path, *extra: str, new_session: bool = False) -> Process:
+def start_worker(env: dict[str, str], log_path: Path, *extra: str, new_session: bool = False,
+                 cwd: Path = ROOT) -> Process:
     import sys
 
-    return Process([sys.executable, "worker.py", *extra], env, log_path, new_session=new_session)
+    return Process([sys.executable, "worker.py", *extra], env, log_path, new_session=new_session, cwd=cwd)
 
 
 def flask_command(env: dict[str, str], *args: str) -> str:

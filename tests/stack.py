@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
+from tests.servers import ROOT, Process, RedisServer, free_port, start_web, start_worker, wait_for
 from tests.tokens import token_for_env
 
 # Settings that make webhooks reach loopback receivers and be retried and watched quickly, for the stacks of
@@ -67,8 +67,9 @@ class Stack:
     is what every process started gets besides this process's environment; a test may add to it before it
     starts a worker."""
 
-    def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str) -> None:
+    def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str, cwd: Path = ROOT) -> None:
         self.tmp_path = tmp_path
+        self.cwd = cwd  # the checkout the processes run from
         self.database_url = database_url
         self.env = {
             "DATABASE_URL": database_url,
@@ -78,14 +79,14 @@ class Stack:
         }
         self.port = free_port()
         token = token_for_env(self.env)
-        self.web = start_web(self.env, self.port, tmp_path / "web.log")
+        self.web = start_web(self.env, self.port, tmp_path / "web.log", cwd=cwd)
         self.workers: list[Process] = []
         self.api = Api(f"http://127.0.0.1:{self.port}", token)
         wait_for(self.api.answers, 30, what="the web server")
 
     def start_worker(self, *extra: str) -> Process:
         """A worker.py with `extra` arguments (a mode: --fork, --simple)."""
-        worker = start_worker(self.env, self.tmp_path / f"worker{len(self.workers)}.log", *extra)
+        worker = start_worker(self.env, self.tmp_path / f"worker{len(self.workers)}.log", *extra, cwd=self.cwd)
         self.workers.append(worker)
         return worker
 

@@ -15,6 +15,8 @@ DEFAULTS = {
     "DATABASE_URL": f"sqlite:///{INSTANCE_DIR / 'recur.db'}",
     "RECUR_QUEUE": "recur",
     "RECUR_QUEUES": "",
+    "RECUR_METRICS_PORT": 0,
+    "RECUR_METRICS_ADDRESS": "127.0.0.1",
     "RECUR_WORKER_CONCURRENCY": 1,
     "RECUR_REDIS_TIMEOUT_SECONDS": 2.0,
     "RECUR_TASK_MODULES": [],

@@ -42,6 +42,28 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def test_counters_match_the_run_table_across_processes(stack):
+    _counters_match_the_run_table(stack)
+
+
+def test_the_procfiles_processes_as_written_count_in_one_place_per_host(tmp_path, redis_server, database_url,
+                                                                         monkeypatch):
+    """No metrics setting at all: gunicorn and worker.py, run from a checkout as the Procfile says, keep
+    their metrics in the checkout's instance/metrics, and a scrape of the web adds up the workers' counts."""
+    from tests.stack import Stack
+    from tests.test_readme import copy_of_the_checkout
+
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    monkeypatch.setenv("RECUR_METRICS_TOKEN", TOKEN)  # every process of the stack
+    checkout = copy_of_the_checkout(tmp_path / "checkout")
+    stack = Stack(tmp_path, redis_server, database_url, cwd=checkout)
+    try:
+        _counters_match_the_run_table(stack)
+    finally:
+        stack.stop()
+    assert any(p.name.startswith("counter_") for p in (checkout / "instance" / "metrics").iterdir())
+
+
+def _counters_match_the_run_table(stack) -> None:  # type: ignore[no-untyped-def]
     api = stack.api
     for _ in range(2):
         stack.start_worker()
@@ -135,3 +157,26 @@ def test_a_missing_multiprocess_directory_is_made_not_a_crash(tmp_path):
     done = subprocess.run([sys.executable, "-c", count], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert any(p.name.startswith("counter_") for p in where.iterdir())
+
+
+def test_a_worker_serves_its_hosts_counters_on_its_own_port(stack):
+    """A host with no web process: RECUR_METRICS_PORT makes worker.py serve the host's counters; a second
+    worker of the host finds the port taken and goes on without it."""
+    from tests.servers import free_port
+
+    port = free_port()
+    stack.env["RECUR_METRICS_PORT"] = str(port)
+    first, second = stack.start_worker(), stack.start_worker()
+    stack.wait_workers_ready()
+
+    def served() -> dict:  # type: ignore[type-arg]
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+                samples = _samples(answer.read().decode())
+        except OSError:
+            return {}
+        return samples if samples.get(("recur_reconcile_pass_seconds_count", ()), 0) >= 1 else {}
+
+    samples = wait_for(served, 30, interval=0.5, what="the worker's port to show a reconciler pass")
+    assert not any(name == "recur_schedules" for name, _ in samples)  # the counters only: state is the web's
+    assert first.alive() and second.alive()
