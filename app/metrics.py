@@ -15,7 +15,7 @@ import hmac
 import logging
 import os
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, request
@@ -32,11 +32,11 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from rq import Queue, Worker
 from rq.registry import ScheduledJobRegistry
-from sqlalchemy import func, select
+from sqlalchemy import column, func, select, table
 
-from app import metrics_files
+from app import clock, metrics_files
 from app.extensions import db, get_redis, queue_names
-from app.models import ScheduledJob, ScheduleStatus, Workflow
+from app.models import ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,8 @@ PRUNED = Counter("recur_pruned_rows_total", "Rows the retention pass deleted, by
 
 def pruned(rows: dict[str, int]) -> None:
     """`rows`: table -> rows deleted, from app.retention (its TABLES: a fixed set of names)."""
-    for table, count in rows.items():
-        PRUNED.labels(table=table).inc(count)
+    for name, count in rows.items():
+        PRUNED.labels(table=name).inc(count)
 
 
 def ticks_not_run(status: str, reason: str, ticks: int) -> None:
@@ -94,6 +94,11 @@ def reconciled(report: dict[str, Any]) -> None:
     WRITTEN_OFF.inc(int(report.get("runs_written_off", 0)))
     INVALIDATED.inc(int(report.get("schedules_invalidated", 0)))
     RECONCILE_PASS.observe(float(report.get("seconds", 0.0)))
+
+
+DELIVERY_CAP = 10_000
+_DELIVERIES = table("deliveries", column("id"), column("status"), column("attempts"),
+                    column("next_attempt_at", UTCDateTime()))
 
 
 class StateCollector(Collector):
@@ -127,6 +132,23 @@ class StateCollector(Collector):
                                                 .where(ScheduledJob.health == "late")) or 0)
         db.session.rollback()
         yield alerts
+
+        # Webhook deliveries in trouble (app.notify's table, read by name: the two packages do not import
+        # each other): still being retried after a failed attempt, and given up in the last day. Each is one
+        # range of ix_deliveries_due (status, next_attempt_at), capped.
+        day_ago = clock.utcnow() - timedelta(days=1)
+        retrying = select(_DELIVERIES.c.id).where((_DELIVERIES.c.status == "pending") & (_DELIVERIES.c.attempts >= 1)
+                                                  ).limit(DELIVERY_CAP).subquery()
+        given_up = select(_DELIVERIES.c.id).where((_DELIVERIES.c.status == "failed")
+                                                  & (_DELIVERIES.c.next_attempt_at >= day_ago)).limit(DELIVERY_CAP
+                                                                                                      ).subquery()
+        deliveries = GaugeMetricFamily("recur_webhook_deliveries", "Webhook deliveries in trouble: retrying (pending "
+                                       "after a failed attempt) and given_up_24h (failed in the last day), each "
+                                       f"counted up to {DELIVERY_CAP:,}.", labels=["state"])
+        deliveries.add_metric(["retrying"], db.session.scalar(select(func.count()).select_from(retrying)) or 0)
+        deliveries.add_metric(["given_up_24h"], db.session.scalar(select(func.count()).select_from(given_up)) or 0)
+        db.session.rollback()
+        yield deliveries
 
         # Every queue of the cluster (RECUR_QUEUE and RECUR_QUEUES: a fixed, configured set of labels).
         queues = [Queue(name, connection=get_redis(self.app)) for name in queue_names(self.app)]
