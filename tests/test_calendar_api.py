@@ -50,7 +50,7 @@ def test_preview_one_shot_and_hourly_window(client, fake_clock):
     ("body", "field"),
     [
         ({"cron": "61 * * * *"}, "cron"),
-        ({"cron": "0 0 * * * *"}, "cron"),
+        ({"cron": "60 0 * * * *"}, "cron"),  # six fields read the second first: 60 is out of range
         ({"rrule": "FREQ=SOMETIMES"}, "rrule"),
         ({"rrule": "FREQ=DAILY;COUNT=100000"}, "rrule"),
         ({"cron": "* * * * *", "timezone": "Mars/Olympus_Mons"}, "timezone"),

@@ -1,8 +1,11 @@
-"""Parsing and validating 5-field cron expressions into value sets, with messages naming the field.
+"""Parsing and validating cron expressions into value sets, with messages naming the field.
 
+Five fields (minute hour day-of-month month day-of-week), or six with **seconds first** (second minute hour
+day-of-month month day-of-week), as Quartz, Spring and robfig/cron's seconds option read them; a five-field
+expression fires at second 0. (croniter itself puts seconds last: canonical() writes them there.)
 Supported: numbers, names (JAN-DEC, SUN-SAT), '*', '?', ranges a-b, lists, steps (*/n, a-b/n, a/n),
 and the macros @hourly @daily @midnight @weekly @monthly @yearly @annually. Day of week: 0 or 7 = Sunday.
-Not supported (rejected with a message): seconds/year fields, @reboot, and the L, W, # and H extensions.
+Not supported (rejected with a message): a year field, @reboot, and the L, W, # and H extensions.
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ class FieldRule:
     name_base: int = 0
 
 
+SECOND = FieldRule("second", 0, 59)
 FIELDS = (
     FieldRule("minute", 0, 59),
     FieldRule("hour", 0, 23),
@@ -61,14 +65,19 @@ class CronFields:
     days_star: bool
     weekdays_star: bool
     text: str
+    seconds: frozenset[int] | None = None  # a six-field expression's; None: five fields, second 0
 
     def canonical(self) -> str:
-        """The expression as plain sorted lists ('*' kept for unrestricted day fields), for croniter."""
+        """The expression as plain sorted lists ('*' kept for unrestricted day fields), for croniter, which
+        reads a sixth field as the seconds (last)."""
         def join(values: frozenset[int], star: bool = False) -> str:
             return "*" if star else ",".join(str(v) for v in sorted(values))
 
-        return " ".join((join(self.minutes), join(self.hours), join(self.days, self.days_star),
-                         join(self.months), join(self.weekdays, self.weekdays_star)))
+        fields = [join(self.minutes), join(self.hours), join(self.days, self.days_star), join(self.months),
+                  join(self.weekdays, self.weekdays_star)]
+        if self.seconds is not None:
+            fields.append(join(self.seconds))
+        return " ".join(fields)
 
 
 def _value(token: str, rule: FieldRule) -> int:
@@ -140,7 +149,7 @@ def _check_days_possible(days: frozenset[int], months: frozenset[int], days_star
 
 
 def parse_cron(expression: str, day_or: bool = True) -> CronFields:
-    """Parse and validate a cron expression (5 fields or a macro)."""
+    """Parse and validate a cron expression (5 fields, 6 with the second first, or a macro)."""
     if not isinstance(expression, str):
         raise TimingError("cron", f"expected a cron expression string, got {type(expression).__name__}")
     text = " ".join(expression.split()).lower()
@@ -151,14 +160,15 @@ def parse_cron(expression: str, day_or: bool = True) -> CronFields:
             raise TimingError("cron", f"unknown macro {expression.strip()!r} (use {', '.join(MACROS)})")
         text = MACROS[text]
     parts = text.split(" ") if text else []
-    if len(parts) in (6, 7):
-        raise TimingError("cron", f"got {len(parts)} fields, but seconds and year fields are not supported; "
-                                  "use 5 fields: minute hour day-of-month month day-of-week")
-    if len(parts) != 5:
-        raise TimingError("cron", f"expected 5 fields (minute hour day-of-month month day-of-week), "
-                                  f"got {len(parts)}")
+    if len(parts) == 7:
+        raise TimingError("cron", "got 7 fields, but a year field is not supported; use 5 fields (minute hour "
+                                  "day-of-month month day-of-week) or 6 with the second first")
+    if len(parts) not in (5, 6):
+        raise TimingError("cron", f"expected 5 fields (minute hour day-of-month month day-of-week) or 6 (second "
+                                  f"first), got {len(parts)}")
+    seconds = _field(parts.pop(0), SECOND) if len(parts) == 6 else None
     sets = [_field(part, rule) for part, rule in zip(parts, FIELDS, strict=True)]
     minutes, hours, days, months, weekdays = sets
     days_star, weekdays_star = parts[2] in ("*", "?"), parts[4] in ("*", "?")
     _check_days_possible(days, months, days_star, weekdays_star, day_or)
-    return CronFields(minutes, hours, days, months, weekdays, days_star, weekdays_star, text)
+    return CronFields(minutes, hours, days, months, weekdays, days_star, weekdays_star, text, seconds)
