@@ -1,5 +1,6 @@
 """A six-field cron every 5 seconds, through gunicorn and worker.py: each run's nominal time falls on a
-multiple of 5 seconds, runs are 5 seconds apart (or a multiple, should a loaded host miss one), none starts before its time, each runs once."""
+multiple of 5 seconds, runs are 5 seconds apart (or a multiple, should a loaded host miss one), none starts
+before its time, each runs once."""
 
 from __future__ import annotations
 
