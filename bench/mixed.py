@@ -158,7 +158,7 @@ def load(bench: Bench, spec: dict[str, Any], name: str, concurrency: int | None,
         env.insert_schedules(quick_workflow, quick_count, quick_interval, lambda i: utc(quick_due(i)))
 
         def slow_due(index: int) -> float:  # spread over slow_spread seconds (one a second in the full run)
-            return start + round(index * spec["slow_spread"] / max(1, slow_count), 3)
+            return start + round(float(spec["slow_spread"]) * index / max(1, int(slow_count)), 3)
 
         if slow:
             env.insert_schedules(slow_workflow, slow_count, slow_interval, lambda i: utc(slow_due(i)))
@@ -181,7 +181,8 @@ def load(bench: Bench, spec: dict[str, Any], name: str, concurrency: int | None,
         def in_window() -> list[tuple[int, float, float, str, int | None]]:
             rows = [(int(wf), parse_instant(nominal), parse_instant(started), status, ticks)
                     for wf, nominal, started, status, ticks
-                    in env.query("SELECT workflow_id, scheduled_for, started_at, status, ticks FROM runs")]
+                    in env.query("SELECT s.workflow_id, r.scheduled_for, r.started_at, r.status, r.ticks FROM runs r "
+                                        "JOIN scheduled_jobs s ON s.id = r.schedule_id")]
             return [entry for entry in rows if start <= entry[1] < end]
 
         deadline = time.monotonic() + spec["drain"]
@@ -205,7 +206,8 @@ def parse_instant(stored: str | datetime) -> float:
     """A timestamp as the database returns it (SQLite: naive-UTC text; PostgreSQL: a datetime), as epoch
     seconds."""
     value = datetime.fromisoformat(stored) if isinstance(stored, str) else stored
-    return float((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp())
+    instant: datetime = value if value.tzinfo else value.replace(tzinfo=UTC)
+    return instant.timestamp()
 
 
 # --- d) throughput per worker process with N slots, beside bare RQ's worker-pool -----------------------------

@@ -80,11 +80,11 @@ def _rows(mixed: dict[str, Any]) -> list[Row]:
     for slots, entry in mixed["throughput"].items():
         recur = entry["recur"]
         per_second = recur.get("per_second")
-        rows += row(SCENARIO, f"fires/s per worker process, {slots} slots", "/s", per_second,
+        rows += row(SCENARIO, f"fires/s per worker process, {slots[1:]} slots", "/s", per_second,
                     [(f"bare rq worker-pool -n {slots[1:]} (Worker) no-op", _figure(entry["rq_pool"], "per_second")),
                      (f"bare rq worker-pool -n {slots[1:]} -w SimpleWorker no-op",
                       _figure(entry["rq_pool_simple"], "per_second"))])
-        rows += row(SCENARIO, f"PSS of a worker process with {slots} slots, after the drain", "MB",
+        rows += row(SCENARIO, f"PSS of a worker process with {slots[1:]} slots, after the drain", "MB",
                     (recur.get("memory") or {}).get("pss_mb"),
                     [(f"bare rq worker-pool -n {slots[1:]} (Worker)",
                       (entry["rq_pool"].get("memory") or {}).get("pss_mb", entry["rq_pool"].get("error"))),

@@ -1,0 +1,65 @@
+"""`python -m bench --quick --only mixed` end to end on the pass's database: quick schedules alone and beside slow
+ones on one worker.py with several slot counts, the slow workflow PATCHed onto a queue of its own with its own
+worker, and throughput with N slots beside rq worker-pool. Speed is never asserted here (shared machines make it
+noise): every figure must be there, every quick tick run where the slots or the queues leave room, and, with one
+slot, quick ticks waiting behind a slow task (a slow task of a second or more holds the only slot: a lower bound
+a slower machine only raises)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.stack import postgres_available
+
+pytestmark = [pytest.mark.bench, pytest.mark.database]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_quick_mixed_scenario_produces_every_figure(tmp_path: Path) -> None:
+    database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
+    if database == "postgres" and not postgres_available():
+        pytest.skip("PostgreSQL's server binaries are not installed")
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "mixed", "--db", database,
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    document = json.loads(out.read_text())
+    spec = document["config"]["mixed"]
+    mixed = document["results"][database]["mixed"]
+    loads = mixed["loads"]
+    assert not [entry for entry in loads.values() if "error" in entry], loads
+    assert len(loads) == len(spec["baseline"]) + len(spec["mixed"]) + 1
+    slow_count = spec["slow"][0]
+    for key, entry in loads.items():
+        quick = entry["quick"]
+        assert quick["fires"] > 0 and quick["early"] == 0, (key, entry)
+        roomy = entry["own_queue"] or not entry["slow"] or entry["concurrency"] > slow_count
+        if roomy:  # every quick tick in the window ran, none given up
+            assert quick["fires"] == quick["due"] and quick["missed"] == 0, (key, entry)
+        if entry["slow"]:
+            assert entry["slow_runs"]["fires"] > 0, (key, entry)
+        assert all(memory["pss_mb"] > 0 for memory in entry["memory"].values()), (key, entry)
+    crowded = [entry for entry in loads.values() if entry["slow"] and entry["concurrency"] == 1
+               and not entry["own_queue"]]
+    assert crowded and crowded[0]["quick"]["max_ms"] >= 500, crowded
+    own = loads["own queue"]
+    assert set(own["memory"]) == {"slow", "quick"} and own["own_queue"] == spec["own_queue"], own
+    for slots in spec["throughput_slots"]:
+        entry = mixed["throughput"][f"x{slots}"]
+        assert entry["recur"]["fires"] == spec["throughput_count"], entry
+        assert entry["rq_pool"]["jobs"] == entry["rq_pool_simple"]["jobs"] == spec["throughput_count"], entry
+    rows = [row for row in document["rows"] if row["database"] == database]
+    assert {row["scenario"] for row in rows} == {"9 mixed"}
+    missing = [row for row in rows
+               if not isinstance(row["recur"], int | float) or not isinstance(row["baseline_value"], int | float)]
+    assert not missing, missing
+    assert all(row["pass"] is not None for row in rows if row["target"]), rows
+    # the targets: quick p99 with more slots than slow tasks, and with the slow workflow on its own queue
+    assert {row["target"] for row in rows if row["target"]} == {"<= 100 ms", "ratio <= 1.2", "== due"}
