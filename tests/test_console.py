@@ -174,3 +174,24 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
     for hidden in ("db-host-secret-7.internal", schedule.id, "reconcile passes", "links repaired", "queue depth"):
         assert hidden not in other
     assert 'id="worker-count">1<' in other
+
+
+def test_a_late_schedule_on_an_open_breaker_is_shown_as_such_not_as_active(app, client):
+    from sqlalchemy import update
+
+    from app.models import ScheduledJob, Workflow
+
+    browser = signed_in_browser(app, token_for_app(app))
+    workflow = client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop",
+                                                       "breaker_threshold": 3}).json["id"]
+    sick = client.post("/api/v1/schedules/", json={"name": "sick-one", "workflow_id": workflow,
+                                                   "interval_seconds": 60}).json["id"]
+    db.session.execute(update(Workflow).where(Workflow.id == workflow).values(breaker_state="open"))
+    db.session.execute(update(ScheduledJob).where(ScheduledJob.id == sick).values(health="late"))
+    db.session.commit()
+    listing = browser.get("/schedules", base_url=HTTPS).data.decode()
+    row = listing[listing.index("sick-one"):listing.index("sick-one") + 1500]
+    assert '<span class="badge breaker-open" title="status: active">breaker open</span>' in row
+    assert '<span class="badge late">late</span>' in row
+    page = browser.get(f"/schedules/{sick}", base_url=HTTPS).data.decode()
+    assert 'id="problem-breaker-open"' in page and 'id="problem-late"' in page

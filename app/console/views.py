@@ -20,7 +20,8 @@ from app.auth import quotas
 from app.auth.scope import caller
 from app.console import chart, forms, session
 from app.extensions import db, get_redis, queue_names
-from app.models import ScheduledJob, ScheduleStatus, Workflow
+from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
+from app.policies.condition import FAILED_OUTCOMES, Condition, condition
 from app.reconcile_stats import read_stats
 from app.tasks import task_names
 
@@ -117,12 +118,21 @@ def schedule_list() -> Page:
     found = queries.schedule_page(filters, PAGE, after=after)
     rows = found.items
     strips = queries.recent_runs([s.id for s in rows], STRIP)
-    names = {w.id: w.name for w in queries.workflows()}
+    flows = {w.id: w for w in queries.workflows()}
+    names = {w.id: w.name for w in flows.values()}
     items = [{"schedule": s, "description": queries.timing_text(s), "runs": strips.get(s.id, []),
-              "workflow": names.get(s.workflow_id, s.workflow_id)} for s in rows]
+              "workflow": names.get(s.workflow_id, s.workflow_id),
+              "condition": _condition(s, flows.get(s.workflow_id), strips.get(s.id, []))} for s in rows]
     return render_template("schedules.html", items=items, total=found.total, total_capped=found.total_capped,
                            older=found.next, newest=after is not None, filters=filters, workflows=names,
                            statuses=[s.value for s in ScheduleStatus])
+
+
+def _condition(schedule: ScheduledJob, workflow: Workflow | None, recent: list[Run]) -> Condition:
+    """What is wrong with the schedule, first (its newest runs oldest first, as recent_runs gives them)."""
+    breaker = workflow.breaker_state if workflow is not None and workflow.breaker_threshold is not None else None
+    ran = [r.status for r in recent if r.status in ("succeeded", *FAILED_OUTCOMES)]
+    return condition(schedule.status, schedule.health, breaker, ran[-1] if ran else None)
 
 
 def _after(order: queries.Order) -> Any:
@@ -147,6 +157,7 @@ def schedule_page(schedule_id: str) -> Page:
               for r in recent]
     workflow = db.session.get(Workflow, schedule.workflow_id)
     return render_template("schedule.html", s=schedule, description=queries.timing_text(schedule), upcoming=upcoming,
+                           condition=_condition(schedule, workflow, recent),
                            runs=found.items, total=found.total, total_capped=found.total_capped,
                            older=found.next, newest=after is not None,
                            chart=chart.timeline(points), workflow=workflow, stats=history.stats(schedule))
