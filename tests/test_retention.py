@@ -271,6 +271,31 @@ def test_a_pass_stops_after_its_batches_and_the_next_resumes_where_it_stopped(ap
     assert _count(Event) == 0
 
 
+def test_batches_go_on_from_the_newest_start_deleted_and_ties_across_a_batch_are_all_deleted(app) -> None:
+    workflow_id = _workflow()
+    _schedule(workflow_id, "s-ties")
+    old = ago(100)
+    for number in range(12):  # twelve runs that started at the same instant: they straddle two batches
+        db.session.add(Run(id=f"tie-{number:02}", schedule_id="s-ties", repeat_number=number, retry_number=0,
+                           scheduled_for=old, started_at=old, finished_at=old, status="succeeded"))
+    _runs("s-ties", 101, 1)  # an older one, and the newest
+    db.session.commit()
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        if statement.startswith("DELETE FROM runs"):
+            statements.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", seen)
+    try:
+        report = prune(NOW, Retention(runs_days=30, runs_min=1), batch=5, max_batches=10)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", seen)
+    assert report.rows["runs"] == 13 and _left("s-ties") == {"s-ties-1"}
+    assert len(statements) == 3  # 5, 5, 3
+    assert ">=" not in statements[0] and all(">=" in statement for statement in statements[1:])
+
+
 def test_every_statement_of_a_pass_reads_through_an_index(app) -> None:
     if db.engine.dialect.name != "sqlite":
         pytest.skip("PostgreSQL's planner picks by table statistics; the indexes themselves are in the migrations")
