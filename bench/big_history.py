@@ -49,16 +49,22 @@ class Group:
 
 @dataclass(frozen=True)
 class Shape:
-    """`total` runs over `schedules` schedules, `big` of them behind schedule 0, the rest shared evenly."""
+    """`total` runs over `schedules` schedules, `big` of them behind schedule 0, `full` schedules (the last,
+    which every list shows first: they were made at the same instant, and the newest id comes first) with
+    `full_runs` each, the rest shared evenly."""
 
     total: int
     schedules: int
     big: int
+    full: int = 0
+    full_runs: int = 0
 
     def groups(self) -> list[Group]:
-        rest, others = self.total - self.big, self.schedules - 1
+        rest, others = self.total - self.big - self.full * self.full_runs, self.schedules - 1 - self.full
         each, extra = divmod(rest, others)
-        groups = [Group(0, 1, self.big), Group(1, 1 + extra, each + 1), Group(1 + extra, self.schedules, each)]
+        last = self.schedules - self.full
+        groups = [Group(0, 1, self.big), Group(1, 1 + extra, each + 1), Group(1 + extra, last, each),
+                  Group(last, self.schedules, self.full_runs)]
         return [group for group in groups if group.last > group.first]
 
     def prunable(self, end: datetime, cutoff: datetime, keep_min: int) -> int:

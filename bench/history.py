@@ -271,9 +271,19 @@ def measure_pruning(env: RecurEnv, shape: Shape, end: datetime, spec: dict[str, 
     }
 
 
+CONSOLE_PAGE = 25  # schedules on the console's first page (app.console.views.PAGE)
+CONSOLE_STRIP = 20  # runs in each of their strips (app.console.views.STRIP)
+
+
 def recur(bench: Bench, spec: dict[str, Any], workers: int, say: Callable[[str], None]) -> dict[str, Any]:
     big_shape = Shape(spec["runs"], spec["schedules"], spec["big"])
-    small_shape = Shape(spec["small"], spec["schedules"], max(1, spec["small"] // 5))
+    # The small history: its runs where the measured pages read them, so that each page does the same work
+    # as over the big one and only the history behind it differs: the console's first page of schedules with
+    # full strips of runs (25 of STRIP), schedule 0 with what is left for its own page and stats.
+    full = min(CONSOLE_PAGE, spec["schedules"] - 1)
+    full_runs = min(CONSOLE_STRIP, spec["small"] // (2 * max(1, full)))
+    big_of_small = max(1, spec["small"] - full * full_runs - spec["small"] // 10)
+    small_shape = Shape(spec["small"], spec["schedules"], big_of_small, full, full_runs)
     end = utc(time.time()).replace(microsecond=0) - timedelta(minutes=1)
     result: dict[str, Any] = {"runs": big_shape.total, "schedules": big_shape.schedules, "big": big_shape.big,
                               "small": small_shape.total}
