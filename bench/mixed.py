@@ -273,18 +273,20 @@ def recur(bench: Bench, spec: dict[str, Any], say: Callable[[str], None]) -> dic
         say(f"    -> {result}")
         return result
 
-    loads: dict[str, Any] = {}
-    for concurrency in spec["baseline"]:
-        loads[f"baseline x{concurrency or 'default'}"] = measured(
-            f"quick schedules alone, one worker x{concurrency or 'default'}",
-            partial(load, bench, spec, f"baseline-x{concurrency}", concurrency, slow=False))
+    runs: list[tuple[str, str, Callable[[], dict[str, Any]]]] = []
+    # The baseline on a default worker first, then the row judged against it, so that the drift of a shared
+    # machine's other load hits both alike.
+    for concurrency in sorted(spec["baseline"], key=lambda c: c is not None):
+        runs.append((f"baseline x{concurrency or 'default'}",
+                     f"quick schedules alone, one worker x{concurrency or 'default'}",
+                     partial(load, bench, spec, f"baseline-x{concurrency}", concurrency, slow=False)))
+    runs.insert(1, ("own queue", f"slow on queue {SLOW_QUEUE!r} with its own worker x{spec['own_queue']}, quick on "
+                    "a default worker", partial(load, bench, spec, "own-queue", None, slow=True,
+                                                own_queue=spec["own_queue"])))
     for concurrency in spec["mixed"]:
-        loads[f"mixed x{concurrency or 'default'}"] = measured(
-            f"quick beside slow, one worker x{concurrency or 'default'}",
-            partial(load, bench, spec, f"mixed-x{concurrency}", concurrency, slow=True))
-    loads["own queue"] = measured(
-        f"slow on queue {SLOW_QUEUE!r} with its own worker x{spec['own_queue']}, quick on a default worker",
-        lambda: load(bench, spec, "own-queue", None, slow=True, own_queue=spec["own_queue"]))
+        runs.append((f"mixed x{concurrency or 'default'}", f"quick beside slow, one worker x{concurrency or 'default'}",
+                     partial(load, bench, spec, f"mixed-x{concurrency}", concurrency, slow=True)))
+    loads = {key: measured(what, fn) for key, what, fn in runs}
     throughput: dict[str, Any] = {}
     count = spec["throughput_count"]
     for slots in spec["throughput_slots"]:
