@@ -17,7 +17,7 @@ from app.models import Backfill, ScheduledJob, Workflow
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
 from app.queries import MAX_OFFSET, TOTAL_CAP
 from tests.console_signin import HTTPS, signed_in_browser
-from tests.plans import assert_bounded, reading
+from tests.plans import assert_bounded, reading, sqlite_plan
 from tests.tokens import token_for_app
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -254,7 +254,16 @@ HISTORY = ("runs", "events", "deliveries", "delivery_attempts", "schedule_events
 
 def test_a_metrics_scrape_and_health_read_no_history(app, client):
     browser = signed_in_browser(app, token_for_app(app, "console"))
-    for fetch in (lambda: client.get("/metrics"), lambda: client.get("/api/v1/health/"),
-                  lambda: app.test_client().get("/api/v1/health/"),
+    for fetch in (lambda: client.get("/api/v1/health/"), lambda: app.test_client().get("/api/v1/health/"),
                   lambda: browser.get("/health", base_url=HTTPS)):
         assert reading(fetch, *HISTORY) == []
+    # A scrape reads deliveries only to count those in trouble (recur_webhook_deliveries): two counts capped
+    # at 10,000, each one range of ix_deliveries_due (status, next_attempt_at).
+    scrape = reading(lambda: client.get("/metrics"), *HISTORY)
+    assert len(scrape) == 2 and all("FROM deliveries" in statement and "LIMIT" in statement
+                                    for statement, _ in scrape), scrape
+    if db.engine.dialect.name == "sqlite":
+        for statement, parameters in scrape:
+            plan = sqlite_plan(statement, parameters)
+            assert any(line.startswith("SEARCH deliveries USING") and "INDEX ix_deliveries_" in line
+                       for line in plan), plan
