@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -50,18 +51,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """On the PostgreSQL pass (RECUR_TEST_POSTGRES set) run only the tests that use the database under test:
     the others (pure time and policy math, signing, Redis-only tests) already ran on the SQLite pass, and
     would run the same code again. A test that reaches the database by another way than the
-    `database_url` (or `empty_database_url`) fixture says so with the `database` marker."""
-    if not os.environ.get("RECUR_TEST_POSTGRES"):
-        return
+    `database_url` (or `empty_database_url`) fixture says so with the `database` marker. With
+    RECUR_TEST_SHARD, only this shard's test files."""
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
+    shard = _shard()
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         uses_database = fixtures & {"database_url", "empty_database_url"} or item.get_closest_marker("database")
-        (keep if uses_database else drop).append(item)
+        wanted = uses_database or not os.environ.get("RECUR_TEST_POSTGRES")
+        if shard is not None:
+            wanted = wanted and zlib.crc32(item.path.name.encode()) % shard[1] == shard[0]
+        (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _shard() -> tuple[int, int] | None:
+    """RECUR_TEST_SHARD="i/n" (1 <= i <= n): this process runs the test files whose name hashes to shard i of
+    n (scripts/test runs the SQLite pass as two shards at once: most of a pass waits on real processes)."""
+    value = os.environ.get("RECUR_TEST_SHARD", "")
+    if not value:
+        return None
+    index, _, count = value.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise pytest.UsageError(f"RECUR_TEST_SHARD must be i/n with 1 <= i <= n, got {value!r}")
+    return int(index) - 1, int(count)
 
 
 @pytest.fixture(scope="session")
