@@ -1,0 +1,83 @@
+"""The client: one object holding the server's URL and a token, with a namespace per resource."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any, cast
+
+from recur_client.accounts import Owners, Tokens
+from recur_client.pages import WALK_PAGE, walk
+from recur_client.results import Health, Owner, Page, Task
+from recur_client.schedules import Schedules
+from recur_client.transport import Transport
+from recur_client.webhooks import Webhooks
+from recur_client.workflows import Workflows
+
+DEFAULT_URL = "http://127.0.0.1:5000"
+
+
+class Client:
+    """A Recur server's API as Python calls: `Client(url, token).schedules.pause(id)`.
+
+    Each operation is a method of a namespace (`schedules`, `workflows`, `webhooks`, `tokens`, `owners`) or of
+    the client itself (`me`, `health`, `tasks`); answers are the API's JSON as typed dicts, errors are ApiError
+    subclasses. `request` and its shorthands call any path of the API directly."""
+
+    def __init__(self, url: str = DEFAULT_URL, token: str | None = None, timeout: float = 30.0) -> None:
+        self.transport = Transport(url, token, timeout)
+        self.schedules = Schedules(self.transport)
+        self.workflows = Workflows(self.transport)
+        self.webhooks = Webhooks(self.transport)
+        self.tokens = Tokens(self.transport)
+        self.owners = Owners(self.transport)
+
+    @classmethod
+    def from_env(cls, timeout: float = 30.0) -> Client:
+        """A client for RECUR_URL (default http://127.0.0.1:5000) with RECUR_TOKEN, as the `recur` CLI reads
+        them."""
+        return cls(os.environ.get("RECUR_URL", DEFAULT_URL), os.environ.get("RECUR_TOKEN"), timeout)
+
+    @property
+    def base(self) -> str:
+        return self.transport.base
+
+    @property
+    def token(self) -> str | None:
+        return self.transport.token
+
+    def me(self) -> Owner:
+        """The owner the token belongs to."""
+        return cast(Owner, self.transport.request("GET", "/me/"))
+
+    def health(self) -> Health:
+        """Whether the server's database and Redis answer (counts for an admin). A server with either down
+        answers 503: Unavailable, whose `body` is this same shape saying what is down."""
+        return cast(Health, self.transport.request("GET", "/health/"))
+
+    def tasks(self) -> list[Task]:
+        """The tasks the server's code registered: what a workflow may name."""
+        return cast(list[Task], self.transport.request("GET", "/tasks/")["items"])
+
+    # --- any path of the API ----------------------------------------------------------------
+
+    def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
+                extra_headers: dict[str, str] | None = None) -> Any:
+        """Call /api/v1 + `path` and return its decoded JSON: for an operation newer than this client."""
+        return self.transport.request(method, path, body, query, extra_headers)
+
+    def get(self, path: str, **query: Any) -> Any:
+        return self.request("GET", path, query=query)
+
+    def post(self, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+        return self.request("POST", path, body if body is not None else {}, extra_headers=headers)
+
+    def patch(self, path: str, body: Any) -> Any:
+        return self.request("PATCH", path, body)
+
+    def delete(self, path: str) -> Any:
+        return self.request("DELETE", path)
+
+    def every(self, path: str, **query: Any) -> Iterator[Any]:
+        """Every item of the list at `path`, walked page by page by cursor."""
+        return walk(lambda cursor: cast(Page[Any], self.get(path, **query, limit=WALK_PAGE, cursor=cursor)))

@@ -1,0 +1,75 @@
+"""What the API takes, as typed keyword arguments (`client.schedules.create(name=..., cron=...)`). Each name is
+the API's field name (docs/api.md, /api/docs/); a field left out is left out of the request, so the server's
+default or the schedule's current value stands. The server checks every value: a bad one raises
+ValidationFailed naming the field."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class TimingFields(TypedDict, total=False):
+    """When a schedule runs: one of interval_seconds / every / cron / rrule / at / after_seconds, and where
+    and within what its ticks fall."""
+
+    interval_seconds: int
+    every: str
+    cron: str
+    day_or: bool
+    rrule: str
+    at: str
+    after_seconds: int
+    anchor_date: str
+    timezone: str
+    start_at: str | None
+    end_at: str | None
+    only_between: str | None
+    not_on: list[str]
+    jitter_seconds: int
+
+
+class ScheduleFields(TimingFields, total=False):
+    """Every field of a schedule a client may set."""
+
+    name: str
+    key: str | None
+    description: str | None
+    workflow_id: int
+    trigger_node_id: str | None
+    total_repeats: int
+    max_retries: int
+    timeout_seconds: int | None
+    trigger_payload: Any
+    on_exhausted: str
+    catch_up: str
+    catch_up_window_seconds: int | None
+    catch_up_limit: int
+    overlap: str
+    alert_after_seconds: int | None
+    keep_runs_days: int | None
+
+
+class WorkflowPolicies(TypedDict, total=False):
+    """A workflow's concurrency limit, breaker and queue."""
+
+    max_concurrent_runs: int | None
+    concurrency_policy: str
+    breaker_threshold: int | None
+    breaker_reset_seconds: int
+    queue: str | None
+
+
+class WorkflowFields(WorkflowPolicies, total=False):
+    """Every field of a workflow a client may set."""
+
+    name: str
+    task: str
+
+
+class QuotaFields(TypedDict, total=False):
+    """An owner's quotas: a number is the owner's own limit, None goes back to the server's default
+    (RECUR_MAX_*_PER_OWNER); a quota left out is left as it is."""
+
+    schedules: int | None
+    webhooks: int | None
+    tokens: int | None
