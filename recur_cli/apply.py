@@ -8,6 +8,7 @@ Schedules without a key are never touched. --dry-run prints the plan and changes
 from __future__ import annotations
 
 import sys
+from typing import Any, cast
 
 import click
 
@@ -43,15 +44,15 @@ def apply_file(wanted: ApplyFile, prune: bool = False, dry_run: bool = False, er
 
 
 def plan_for(client: Client, wanted: ApplyFile, prune: bool) -> Plan:
-    me = client.get("/me/")
-    workflows = list(client.every("/workflows/", owner_id=me["id"]))
-    schedules = list(client.every("/schedules/", owner_id=me["id"]))
+    me = client.me()
+    workflows = cast(list[dict[str, Any]], list(client.workflows.iterate(owner_id=me["id"])))
+    schedules = cast(list[dict[str, Any]], list(client.schedules.iterate(owner_id=me["id"])))
     intervals: dict[str, int] = {}
 
     def interval_of(every: str) -> int:
         if every not in intervals:
-            answer = client.post("/schedules/preview/", {"every": every, "count": 2})
-            intervals[every] = interval_from_preview(answer["next_runs"])
+            answer = client.schedules.preview(every=every, count=2)
+            intervals[every] = interval_from_preview(cast(list[dict[str, Any]], answer["next_runs"]))
         return intervals[every]
 
     try:
@@ -67,9 +68,9 @@ def execute(client: Client, plan: Plan) -> None:
     for step in plan.steps:
         if step.kind == "workflow":
             if step.action == CREATE:
-                step.target = client.post("/workflows/", step.body)["id"]
+                step.target = client.workflows.create(**step.body)["id"]
             elif step.action == UPDATE:
-                client.patch(f"/workflows/{step.target}/", step.body)
+                client.workflows.update(step.target, **step.body)
             workflow_ids[step.name] = step.target
     for step in plan.steps:
         if step.kind != "schedule" or step.action == UNCHANGED:
@@ -79,18 +80,18 @@ def execute(client: Client, plan: Plan) -> None:
             body["workflow_id"] = workflow_ids.get(step.workflow) or _workflow_id(client, step.workflow)
         try:
             if step.action == CREATE:
-                step.target = client.post("/schedules/", body)["id"]
+                step.target = client.schedules.create(**body)["id"]
             elif step.action == UPDATE:
-                client.patch(f"/schedules/{step.target}/", body)
+                client.schedules.update(step.target, **body)
             elif step.action == DELETE:
-                client.delete(f"/schedules/{step.target}/")
+                client.schedules.delete(step.target)
         except ApiError as exc:
-            raise ApiError(exc.status, f"schedule {step.name}: {exc.message}", exc.errors, exc.body) from None
+            raise type(exc)(exc.status, f"schedule {step.name}: {exc.message}", exc.errors, exc.body) from None
 
 
 def _workflow_id(client: Client, name: str) -> int:
-    me = client.get("/me/")
-    return int(next(w["id"] for w in client.every("/workflows/", owner_id=me["id"]) if w["name"] == name))
+    me = client.me()
+    return int(next(w["id"] for w in client.workflows.iterate(owner_id=me["id"]) if w["name"] == name))
 
 
 def report(plan: Plan, dry_run: bool, err: bool = False) -> None:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
+from recur_cli import output
 from recur_cli.client import ApiError, Client
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -78,3 +79,19 @@ def parse_json_option(value: str | None, name: str) -> Any:
         return json.loads(raw)
     except ValueError as exc:
         raise click.BadParameter(f"not JSON: {exc}", param_hint=name) from None
+
+
+def emit(answer: Any, human: Callable[[], None]) -> None:
+    """The API's JSON answer with --json; otherwise what `human` prints."""
+    if current().json:
+        output.emit_json(answer)
+    else:
+        human()
+
+
+def page_options(command: F) -> F:
+    """--limit, --offset and --cursor of a list command (its function takes `limit`, `offset`, `cursor`)."""
+    command = click.option("--cursor", default=None, help="Start after the page that printed this cursor.")(command)
+    command = click.option("--offset", type=int, default=None,
+                           help="Skip this many (at most 10,000 deep; deeper: --cursor).")(command)
+    return click.option("--limit", type=int, default=None, help="How many to show (default: the API's, 50).")(command)

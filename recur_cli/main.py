@@ -8,10 +8,16 @@ import click
 
 from recur_cli import output
 from recur_cli.apply import apply
+from recur_cli.breaker import breaker
 from recur_cli.client import ApiError
 from recur_cli.context import DEFAULT_URL, ApiGroup, Context, current, json_option
+from recur_cli.events import events
 from recur_cli.imports import import_group
+from recur_cli.owners import me, owners
+from recur_cli.runs import runs
 from recur_cli.schedules import schedules
+from recur_cli.tokens import tokens
+from recur_cli.webhooks import webhooks
 from recur_cli.workflows import workflows
 
 
@@ -26,14 +32,39 @@ def cli(ctx: click.Context, url: str, token: str | None, as_json: bool) -> None:
     """Operate a Recur server from the command line.
 
     Exit status: 0 done, 1 the API refused or could not be reached (its message on stderr), 2 usage.
+
+    Shell completion (bash): eval "$(_RECUR_COMPLETE=bash_source recur)"; zsh_source and fish_source too.
     """
     ctx.obj = Context(url=url, token=token, json=as_json)
 
 
 cli.add_command(schedules)
 cli.add_command(workflows)
+cli.add_command(runs)
+cli.add_command(breaker)
+cli.add_command(webhooks)
+cli.add_command(tokens)
+cli.add_command(owners)
+cli.add_command(events)
+cli.add_command(me)
 cli.add_command(apply)
 cli.add_command(import_group)
+
+
+@cli.group("tasks")
+def tasks() -> None:
+    """The tasks the server's code registered: what a workflow may run."""
+
+
+@tasks.command("list")
+@json_option
+def list_tasks() -> None:
+    """Every registered task, with its import path."""
+    found = current().client.tasks()
+    if current().json:
+        output.emit_json({"items": found})
+        return
+    output.table(found, [("NAME", lambda t: t["name"]), ("PATH", lambda t: t["path"])], empty="no tasks")
 
 
 @cli.command("health")
@@ -42,7 +73,7 @@ def health() -> None:
     """Whether the server's database and Redis answer (with counts for an admin)."""
     client = current().client
     try:
-        answer: Any = client.get("/health/")
+        answer: Any = client.health()
     except ApiError as exc:  # a 503 still carries the body that says what is down
         body = exc.body
         if not isinstance(body, dict) or "database" not in body:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import click
 
-Column = tuple[str, Callable[[dict[str, Any]], Any]]
+Column = tuple[str, Callable[[Mapping[str, Any]], Any]]
 
 
 def emit_json(value: Any) -> None:
@@ -23,7 +23,7 @@ def text(value: Any) -> str:
     return str(value)
 
 
-def table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], empty: str = "(none)") -> None:
+def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], empty: str = "(none)") -> None:
     if not rows:
         click.echo(empty)
         return
@@ -34,7 +34,7 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], empty: str 
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
 
 
-def fields(item: dict[str, Any], names: Sequence[str] | None = None) -> None:
+def fields(item: Mapping[str, Any], names: Sequence[str] | None = None) -> None:
     """`name: value` lines, in the API's order (or `names`'), leaving out what is unset."""
     keys = list(names) if names is not None else list(item)
     shown = [k for k in keys if item.get(k) not in (None, [], {})]
@@ -43,7 +43,7 @@ def fields(item: dict[str, Any], names: Sequence[str] | None = None) -> None:
         click.echo(f"{key.ljust(width)}  {text(item[key])}")
 
 
-def timing_of(schedule: dict[str, Any]) -> str:
+def timing_of(schedule: Mapping[str, Any]) -> str:
     """The schedule's timing in one short cell: `cron 0 9 * * 1-5`, `every 60s`, `at ...`, `rrule ...`."""
     if schedule.get("cron"):
         return f"cron {schedule['cron']}"
@@ -55,3 +55,10 @@ def timing_of(schedule: dict[str, Any]) -> str:
         rule = str(schedule["rrule"]).replace("\n", " ")
         return "rrule " + (rule if len(rule) <= 40 else rule[:37] + "...")
     return "-"
+
+
+def page(answer: Mapping[str, Any], columns: Sequence[Column], empty: str = "(none)") -> None:
+    """A page of a list as a table and, when more follow, the cursor that asks for them."""
+    table(answer["items"], columns, empty=empty)
+    if answer.get("next"):
+        click.echo(f"(more: --cursor {answer['next']})")

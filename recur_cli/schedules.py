@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
 
 from recur_cli import output
 from recur_cli.context import current, json_option, parse_json_option
+from recur_client import BatchDeleted
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,8 +76,8 @@ def workflow_id(given: str) -> int:
     if given.isdigit():
         return int(given)
     client = current().client
-    me = client.get("/me/")
-    found = [w for w in client.every("/workflows/", owner_id=me["id"]) if w["name"] == given]
+    me = client.me()
+    found = [w for w in client.workflows.iterate(owner_id=me["id"]) if w["name"] == given]
     if len(found) != 1:
         raise click.BadParameter(f"{len(found)} workflows are named {given!r}; give its id",
                                  param_hint="--workflow")
@@ -114,7 +115,7 @@ def _short(text: str | None, width: int = 60) -> str | None:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
-def show_schedule(schedule: dict[str, Any]) -> None:
+def show_schedule(schedule: Mapping[str, Any]) -> None:
     if current().json:
         output.emit_json(schedule)
         return
@@ -141,9 +142,8 @@ def schedules() -> None:
 def list_schedules(status: str | None, workflow: str | None, key: str | None, limit: int, offset: int,
                    cursor: str | None) -> None:
     """List schedules, newest first, a page at a time through --cursor."""
-    query = {"status": status, "key": key, "limit": limit, "offset": offset, "cursor": cursor,
-             "workflow_id": workflow_id(workflow) if workflow else None}
-    page = current().client.get("/schedules/", **query)
+    page = current().client.schedules.list(status=status, key=key, limit=limit, offset=offset, cursor=cursor,
+                                           workflow_id=workflow_id(workflow) if workflow else None)
     if current().json:
         output.emit_json(page)
         return
@@ -158,7 +158,7 @@ def list_schedules(status: str | None, workflow: str | None, key: str | None, li
 @json_option
 def show(schedule_id: str) -> None:
     """One schedule: its fields, its timing in words and its next runs."""
-    show_schedule(current().client.get(f"/schedules/{schedule_id}/"))
+    show_schedule(current().client.schedules.get(schedule_id))
 
 
 @schedules.command("create")
@@ -170,7 +170,7 @@ def create(**options: Any) -> None:
     missing = [flag for flag, field in (("--name", "name"), ("--workflow", "workflow_id")) if field not in body]
     if missing:
         raise click.UsageError(f"missing {' and '.join(missing)}")
-    show_schedule(current().client.post("/schedules/", body))
+    show_schedule(current().client.schedules.create(**body))
 
 
 @schedules.command("edit")
@@ -182,7 +182,7 @@ def edit(schedule_id: str, **options: Any) -> None:
     body = body_from(options)
     if not body:
         raise click.UsageError("nothing to change: give at least one field")
-    show_schedule(current().client.patch(f"/schedules/{schedule_id}/", body))
+    show_schedule(current().client.schedules.update(schedule_id, **body))
 
 
 @schedules.command("pause")
@@ -191,7 +191,7 @@ def edit(schedule_id: str, **options: Any) -> None:
 @json_option
 def pause(schedule_id: str, note: str | None) -> None:
     """Pause a schedule: no run starts until it is resumed."""
-    schedule = current().client.post(f"/schedules/{schedule_id}/pause/", {"note": note} if note else None)
+    schedule = current().client.schedules.pause(schedule_id, note)
     _done(schedule, f"paused {schedule['id']}")
 
 
@@ -200,7 +200,7 @@ def pause(schedule_id: str, note: str | None) -> None:
 @json_option
 def resume(schedule_id: str) -> None:
     """Resume a paused schedule from its next tick after now."""
-    schedule = current().client.post(f"/schedules/{schedule_id}/resume/")
+    schedule = current().client.schedules.resume(schedule_id)
     _done(schedule, f"resumed {schedule['id']}; next run {schedule.get('next_run_at')}")
 
 
@@ -214,8 +214,7 @@ OVERLAP_CHOICES = click.Choice(["skip", "buffer_one", "buffer_all", "cancel_othe
 @json_option
 def trigger(schedule_id: str, overlap: str | None, idempotency_key: str | None) -> None:
     """Run the schedule's task once now, outside its timing (trigger `manual`)."""
-    answer = current().client.post(f"/schedules/{schedule_id}/trigger/", {"overlap": overlap} if overlap else {},
-                                   headers={"Idempotency-Key": idempotency_key} if idempotency_key else None)
+    answer = current().client.schedules.trigger(schedule_id, overlap=overlap, idempotency_key=idempotency_key)
     _done(answer, f"triggered {schedule_id}: run {answer['run_id']} for {answer['scheduled_for']}")
 
 
@@ -228,18 +227,21 @@ def trigger(schedule_id: str, overlap: str | None, idempotency_key: str | None) 
 @json_option
 def backfill(schedule_id: str, start: str, end: str, overlap: str | None, dry_run: bool) -> None:
     """Run every nominal time of the schedule in [--start, --end), oldest first, one at a time."""
-    body: dict[str, Any] = {"start": start, "end": end, "dry_run": dry_run}
-    if overlap:
-        body["overlap"] = overlap
-    answer = current().client.post(f"/schedules/{schedule_id}/backfill/", body)
-    if current().json:
-        output.emit_json(answer)
-    elif dry_run:
-        click.echo(f"{answer['total']} runs would start:")
-        for instant in answer["times"]:
+    schedules_ = current().client.schedules
+    if dry_run:
+        plan = schedules_.plan_backfill(schedule_id, start, end)
+        if current().json:
+            output.emit_json(plan)
+            return
+        click.echo(f"{plan['total']} runs would start:")
+        for instant in plan["times"]:
             click.echo(f"  {instant}")
+        return
+    started = schedules_.backfill(schedule_id, start, end, overlap=overlap)
+    if current().json:
+        output.emit_json(started)
     else:
-        click.echo(f"backfill {answer['id']} started: {answer['total']} runs, oldest first")
+        click.echo(f"backfill {started['id']} started: {started['total']} runs, oldest first")
 
 
 @schedules.command("delete")
@@ -249,10 +251,10 @@ def delete(schedule_ids: tuple[str, ...]) -> None:
     """Delete schedules with their run history and pending runs."""
     client = current().client
     if len(schedule_ids) == 1:
-        client.delete(f"/schedules/{schedule_ids[0]}/")
-        answer: dict[str, Any] = {"deleted": list(schedule_ids), "not_found": []}
+        client.schedules.delete(schedule_ids[0])
+        answer: BatchDeleted = {"deleted": list(schedule_ids), "not_found": []}
     else:
-        answer = client.post("/schedules/batch-delete/", {"schedule_ids": list(schedule_ids)})
+        answer = client.schedules.delete_many(list(schedule_ids))
     if current().json:
         output.emit_json(answer)
         return
@@ -272,10 +274,7 @@ def delete(schedule_ids: tuple[str, ...]) -> None:
 @json_option
 def runs(schedule_id: str, limit: int, offset: int, cursor: str | None) -> None:
     """A schedule's run history, newest first, a page at a time through --cursor."""
-    query: dict[str, Any] = {"limit": limit, "offset": offset}
-    if cursor:
-        query["cursor"] = cursor
-    page = current().client.get(f"/schedules/{schedule_id}/runs/", **query)
+    page = current().client.schedules.runs(schedule_id, limit=limit, offset=offset, cursor=cursor or None)
     if current().json:
         output.emit_json(page)
         return
@@ -290,8 +289,7 @@ def runs(schedule_id: str, limit: int, offset: int, cursor: str | None) -> None:
 @json_option
 def preview(count: int, **options: Any) -> None:
     """What a timing means: its description and next runs, as if created now."""
-    body = body_from(options)
-    answer = current().client.post("/schedules/preview/", {**body, "count": count})
+    answer = current().client.schedules.preview(count=count, **body_from(options))
     if current().json:
         output.emit_json(answer)
         return

@@ -30,7 +30,7 @@ def workflows() -> None:
 @json_option
 def list_workflows(limit: int, offset: int, cursor: str | None) -> None:
     """List workflows, oldest first, a page at a time through --cursor."""
-    page = current().client.get("/workflows/", limit=limit, offset=offset, cursor=cursor)
+    page = current().client.workflows.list(limit=limit, offset=offset, cursor=cursor)
     if current().json:
         output.emit_json(page)
         return
@@ -44,11 +44,16 @@ def list_workflows(limit: int, offset: int, cursor: str | None) -> None:
 @json_option
 def show(workflow_id: int) -> None:
     """One workflow."""
-    workflow = current().client.get(f"/workflows/{workflow_id}/")
+    workflow = current().client.workflows.get(workflow_id)
     output.emit_json(workflow) if current().json else output.fields(workflow)
 
 
 def _policy_options(command: Any) -> Any:
+    command = click.option("--queue", help="The queue its runs go through (one of the server's queues).")(command)
+    command = click.option("--breaker-reset-seconds", "breaker_reset_seconds", type=int,
+                           help="How long an open breaker waits before one probe run.")(command)
+    command = click.option("--breaker-threshold", "breaker_threshold", type=int,
+                           help="Consecutive failures that open its breaker.")(command)
     command = click.option("--max-concurrent-runs", "max_concurrent_runs", type=int,
                            help="Runs of all its schedules at once, across every worker.")(command)
     return click.option("--concurrency-policy", "concurrency_policy", type=click.Choice(["wait", "skip"]),
@@ -62,8 +67,8 @@ def _policy_options(command: Any) -> Any:
 @json_option
 def create(name: str, task: str, **policies: Any) -> None:
     """Create a workflow that runs the registered TASK."""
-    body = {"name": name, "task": task, **{k: v for k, v in policies.items() if v is not None}}
-    workflow = current().client.post("/workflows/", body)
+    given = {k: v for k, v in policies.items() if v is not None}
+    workflow = current().client.workflows.create(name, task, **given)
     output.emit_json(workflow) if current().json else click.echo(f"created workflow {workflow['id']} ({name})")
 
 
@@ -78,7 +83,7 @@ def edit(workflow_id: int, **fields: Any) -> None:
     body = {k: v for k, v in fields.items() if v is not None}
     if not body:
         raise click.UsageError("give at least one field to change")
-    workflow = current().client.patch(f"/workflows/{workflow_id}/", body)
+    workflow = current().client.workflows.update(workflow_id, **body)
     output.emit_json(workflow) if current().json else click.echo(f"changed workflow {workflow_id}: {', '.join(body)}")
 
 
@@ -90,5 +95,5 @@ def delete(workflow_id: int, yes: bool) -> None:
     """Delete a workflow and every schedule of it."""
     if not yes:
         click.confirm(f"Delete workflow {workflow_id} and all its schedules?", abort=True)
-    current().client.delete(f"/workflows/{workflow_id}/")
+    current().client.workflows.delete(workflow_id)
     output.emit_json({"deleted": workflow_id}) if current().json else click.echo(f"deleted workflow {workflow_id}")
