@@ -36,6 +36,7 @@ from app.extensions import connect_redis, db, queue_names  # noqa: E402
 from app.metrics import host_registry  # noqa: E402
 from app.metrics_files import fold_ended  # noqa: E402
 from app.schema import ensure_schema  # noqa: E402
+from app.sync.cli import sync_on_start  # noqa: E402
 
 log = logging.getLogger("recur.worker")
 
@@ -66,6 +67,7 @@ def main() -> None:
         parser.error(f"--queues: {', '.join(unknown) or 'none given'}: not a queue of this cluster "
                      f"(RECUR_QUEUE and RECUR_QUEUES name {', '.join(queue_names(app))})")
     ensure_schema(app)
+    sync_on_start(app)  # RECUR_SYNC_ON_START: the declared schedules, before this worker takes links
     fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])  # what this host's ended processes counted, kept in one file
     report = reconcile_once(app)
     log.info("startup recovery: %s", report if report is not None else "another process is reconciling")

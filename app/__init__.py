@@ -10,6 +10,7 @@ from app import accounts_cli, cli, clock, console, extensions, logs, metrics
 from app.api import document, errors
 from app.config import INSTANCE_DIR, Settings, flask_config
 from app.notify import models as notify_models  # noqa: F401  (registers the tables)
+from app.sync import cli as sync_cli
 from app.tasks import load_task_modules
 
 
@@ -30,6 +31,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     document.init_app(app)  # the API's blueprint, guarded by app.api.guard, and its OpenAPI document
     cli.init_app(app)
     accounts_cli.init_app(app)
+    sync_cli.init_app(app)
     metrics.init_app(app)
     console.init_app(app)
     return app

@@ -49,6 +49,10 @@ class Settings:
                                                  "deadline of every Redis connect and reply")
     RECUR_TASK_MODULES: list[str] = setting([], "Python modules imported at start to register tasks "
                                             "(comma separated)")
+    RECUR_SYNC_ON_START: bool = setting(False, "every worker.py syncs the declared schedules as it starts (once "
+                                        "across workers starting together): flask declarations sync")
+    RECUR_SYNC_OWNER: str | None = setting(None, "the owner declared schedules belong to and the audit trail "
+                                           "names for the sync (unset: the first admin)")
     RECUR_RECONCILE_SECONDS: float = setting(5.0, "how often the workers reconcile Redis with the database")
     RECUR_LEASE_SECONDS: float = setting(5.0, "how long a running link's lease lasts between renewals")
     RECUR_TIMEOUT_GRACE_SECONDS: float = setting(5.0, "how long past its timeout a task may run before it is "

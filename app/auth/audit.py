@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,11 +18,31 @@ from app.extensions import db
 from app.models import UTCDateTime
 
 
+@dataclass(frozen=True)
+class Actor:
+    id: int
+    name: str
+
+
+_ACTING: ContextVar[Actor | None] = ContextVar("recur_audit_actor", default=None)
+
+
+@contextmanager
+def acting_as(actor_id: int, actor_name: str) -> Iterator[None]:
+    """Outside a request, record the block's changes as this actor's rather than "system"'s (the
+    declarations sync records itself under its owner so)."""
+    token = _ACTING.set(Actor(actor_id, actor_name))
+    try:
+        yield
+    finally:
+        _ACTING.reset(token)
+
+
 def record(schedule_id: str, owner_id: int, action: str, now: datetime,
            changes: dict[str, Any] | None = None) -> None:
     """Add an event to the session: the caller's commit writes it with the change it describes. The actor
-    is the request's owner; outside a request (the CLI, the workers) it is "system"."""
-    actor = g.get("owner") if has_request_context() else None
+    is the request's owner; outside a request (the CLI, the workers) it is "system", or whom `acting_as` names."""
+    actor = g.get("owner") if has_request_context() else _ACTING.get()
     db.session.add(ScheduleEvent(
         schedule_id=schedule_id, owner_id=owner_id, actor_id=actor.id if actor else None,
         actor_name=actor.name if actor else "system", action=action, at=now, changes=changes or None,

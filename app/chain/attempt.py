@@ -19,6 +19,7 @@ from rq.timeouts import JobTimeoutException
 
 from app.models import RunStatus
 from app.tasks import TaskEvent, execution_log, get_task
+from app.tasks.context import bound
 
 
 class TaskTimeout(BaseException):
@@ -90,7 +91,8 @@ def execute_task(task_name: str, event: TaskEvent, timeout_seconds: int) -> tupl
     try:
         with timer:
             execution_log.record_start(event)  # a failure to write it fails the attempt before its body
-            fn(event)
+            with bound(event):  # recur.context() inside the body
+                fn(event)
     except JobTimeoutException:  # RQ's own job timeout, the outer limit
         return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s"
     except BaseException as exc:  # a task's own failure, whatever it raised (TaskTimeout: see below)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 TaskFn = Callable[["TaskEvent"], Any]
@@ -47,12 +46,10 @@ def get_task(name: str) -> TaskFn | None:
     return _TASKS.get(name)
 
 
+def name_of(fn: Callable[..., Any]) -> str | None:
+    """The name `fn` itself is registered under, if it is (the first, should it be registered twice)."""
+    return next((name for name, registered in _TASKS.items() if registered is fn), None)
+
+
 def task_names() -> list[str]:
     return sorted(_TASKS)
-
-
-def load_task_modules(modules: Iterable[str]) -> None:
-    """Import the built-ins and the user modules named in RECUR_TASK_MODULES (they register on import)."""
-    importlib.import_module("app.tasks.builtin")
-    for module in modules:
-        importlib.import_module(module)

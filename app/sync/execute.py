@@ -1,0 +1,102 @@
+"""Carrying out a sync's plan through the same operations the API performs (app.schedules, app.workflows),
+each recorded in the audit trail under the sync's owner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy import delete, func, select
+
+from app import schedules, workflows
+from app.auth import audit
+from app.auth.models import Owner
+from app.extensions import db
+from app.models import ScheduledJob, Workflow
+from app.sync.marks import DeclaredKey
+from app.sync.plan import (
+    CREATE,
+    DELETE,
+    PAUSE,
+    REMOVED_NOTE,
+    RESUME,
+    UPDATE,
+    Current,
+    Plan,
+    Step,
+)
+
+
+def current_state(owner_id: int, keys: list[str]) -> dict[str, Current]:
+    """The owner's declared keys and the `keys` wanted, with the schedule and workflow each names now."""
+    declared = set(db.session.scalars(select(DeclaredKey.key).where(DeclaredKey.owner_id == owner_id)))
+    wanted = set(keys)
+    rows: dict[str, ScheduledJob] = {}
+    names = sorted(declared | wanted)
+    for start in range(0, len(names), 500):
+        batch = names[start:start + 500]
+        rows.update((s.key, s) for s in db.session.scalars(select(ScheduledJob).where(
+            (ScheduledJob.owner_id == owner_id) & ScheduledJob.key.in_(batch))) if s.key is not None)
+    flows = {w.id: w for w in db.session.scalars(select(Workflow).where(
+        Workflow.id.in_({s.workflow_id for s in rows.values()})))} if rows else {}
+    return {key: Current(rows.get(key), flows.get(rows[key].workflow_id) if key in rows else None, key in declared)
+            for key in names}
+
+
+def execute(plan: Plan, owner: Owner, now: datetime, after_step: Callable[[], None] = lambda: None) -> None:
+    """Carry out each step in order; `after_step` runs between them (the lock's renewal). A step refused
+    raises (schedules.Invalid and the like): what was done stays done, and the next sync goes on from there."""
+    with audit.acting_as(owner.id, f"{owner.name} (declarations sync)"):
+        for step in plan.steps:
+            if step.action == CREATE:
+                _create(step, owner.id, now)
+            elif step.action in (UPDATE, RESUME):
+                _update(step, now)
+            elif step.action == PAUSE:
+                assert step.schedule_id is not None
+                schedules.pause(step.schedule_id, now, REMOVED_NOTE)
+            elif step.action == DELETE:
+                _delete(step, owner.id, now)
+            after_step()
+
+
+def _create(step: Step, owner_id: int, now: datetime) -> None:
+    """The workflow, the schedule and the key's mark in one transaction (schedules.create commits it):
+    a schedule sync made is never left without its mark."""
+    workflow = Workflow(owner_id=owner_id, created_at=now, **step.workflow_body)
+    db.session.add(workflow)
+    if db.session.get(DeclaredKey, (owner_id, step.key)) is None:
+        db.session.add(DeclaredKey(owner_id=owner_id, key=step.key, created_at=now))
+    try:
+        db.session.flush()
+        created = schedules.create({**step.schedule_body, "key": step.key, "owner_id": owner_id,
+                                    "workflow_id": workflow.id}, now)
+    except BaseException:
+        db.session.rollback()
+        raise
+    step.schedule_id, step.workflow_id = created.id, workflow.id
+
+
+def _update(step: Step, now: datetime) -> None:
+    assert step.schedule_id is not None
+    if step.workflow_body:
+        workflow = db.session.get(Workflow, step.workflow_id)
+        if workflow is not None:
+            workflows.update(workflow, step.workflow_body)
+    if step.schedule_body:
+        schedules.update(step.schedule_id, step.schedule_body, now)
+    if step.action == RESUME:
+        schedules.resume(step.schedule_id, now)
+
+
+def _delete(step: Step, owner_id: int, now: datetime) -> None:
+    assert step.schedule_id is not None
+    schedules.remove([step.schedule_id], now)
+    db.session.execute(delete(DeclaredKey).where((DeclaredKey.owner_id == owner_id) & (DeclaredKey.key == step.key)))
+    if step.workflow_id is not None:
+        others = db.session.scalar(select(func.count()).select_from(ScheduledJob)
+                                   .where(ScheduledJob.workflow_id == step.workflow_id))
+        workflow = db.session.get(Workflow, step.workflow_id)
+        if not others and workflow is not None:
+            db.session.delete(workflow)
+    db.session.commit()
