@@ -9,7 +9,7 @@ from typing import Any
 class ApiError(Exception):
     """The API answered with an error (`status` >= 400), or could not be reached (`status` 0).
 
-    `code` is the API's machine-readable code (`not_found`, `validation_failed`, ...), `errors` names each
+    `code` is the API's machine-readable code (`not_found`, `validation_error`, ...), `errors` names each
     field it refused with its messages, `body` is the answer as it came (a dict, text, or None)."""
 
     def __init__(self, status: int, message: str, errors: dict[str, list[str]] | None = None,
