@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import tomllib
+from collections.abc import Iterator
 
 import pytest
 
+from tests.receiver import Receiver
 from tests.recur_cli_runner import recur
 from tests.servers import ROOT, free_port, wait_for
+from tests.stack import QUICK_WEBHOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -108,3 +113,105 @@ def test_exit_codes_for_usage_auth_and_an_unreachable_server(stack):
     assert unauthorized_json.code == 1 and '"code": "unauthorized"' in unauthorized_json.err
     nowhere = recur(f"http://127.0.0.1:{free_port()}", stack.api.token, "health", ok=False)
     assert nowhere.code == 1 and nowhere.err.startswith("error: cannot reach http://127.0.0.1:")
+
+
+@pytest.fixture
+def stack_env() -> dict[str, str]:
+    return QUICK_WEBHOOKS  # webhooks to a loopback receiver, retried quickly
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    receiver = Receiver(free_port())
+    receiver.start()
+    yield receiver
+    receiver.stop()
+
+
+def test_webhooks_tokens_owners_events_runs_and_breaker_through_the_cli(stack, receiver):
+    stack.start_worker()
+    stack.wait_workers_ready()
+    url, token = stack.api.base, stack.api.token
+
+    def run(*args: str, ok: bool = True):  # type: ignore[no-untyped-def]
+        return recur(url, token, *args, ok=ok)
+
+    made = run("webhooks", "create", receiver.url, "--event", "schedule.paused").out.splitlines()
+    assert made[0].startswith("created webhook ") and made[0].endswith("for schedule.paused")
+    hook_id, secret = made[0].split()[2], made[1].split()[-1]
+    assert secret.startswith("whsec_") and made[1].startswith("secret (shown once")
+    assert "secret" not in run("webhooks", "show", hook_id, "--json").json()
+    assert run("webhooks", "list").out.splitlines()[1].split()[:3] == [hook_id, receiver.url, "schedule.paused"]
+
+    assert [t["name"] for t in run("tasks", "list", "--json").json()["items"]].count("builtin.noop") == 1
+    assert run("me", "--json").json()["is_admin"] is True
+    run("workflows", "create", "reports", "builtin.noop", "--breaker-threshold", "3", "--queue", "recur")
+    schedule = run("schedules", "create", "--name", "nightly", "--workflow", "reports", "--cron", "0 2 * * *",
+                   "--json").json()
+    run("schedules", "pause", schedule["id"])  # sends schedule.paused to the webhook
+    wait_for(lambda: any(a["status_code"] == 204 for a in run("webhooks", "deliveries", hook_id, "--json").json()[
+        "items"]), 30, what="the schedule.paused delivery")
+    log = run("webhooks", "deliveries", hook_id).out.splitlines()
+    assert log[0].split()[:3] == ["DELIVERY", "ATTEMPT", "AT"] and log[-1] == "pending deliveries: 0"
+    delivery_id = log[1].split()[0]
+    again = run("webhooks", "redeliver", hook_id, delivery_id).out
+    assert again.startswith(f"delivery {delivery_id} pending; next attempt ")
+    wait_for(lambda: len(receiver.events()) == 2, 30, what="the redelivery")
+    assert run("webhooks", "delete", hook_id).out == f"deleted webhook {hook_id}\n"
+
+    events = run("events", "schedule", schedule["id"]).out.splitlines()
+    assert events[0].split() == ["ID", "AT", "ACTION", "BY", "CHANGES"] and events[1].split()[2] == "pause"
+
+    breaker = run("breaker", "show", "reports").out
+    assert "state" in breaker and "closed" in breaker and "threshold" in breaker
+    assert run("breaker", "reset", "reports").out.endswith(": closed\n")
+    assert run("breaker", "show", "reports", "--json").json()["history"][-1]["reason"] == "reset by hand"
+
+    run("schedules", "resume", schedule["id"])
+    triggered = run("runs", "trigger", schedule["id"], "--json").json()
+    wait_for(lambda: any(r["id"] == triggered["run_id"] and r["status"] == "succeeded"
+                         for r in run("runs", "list", schedule["id"], "--json").json()["items"]), 30,
+             what="the manual run")
+    started = run("runs", "backfill", schedule["id"], "--start", "2026-11-01T00:00:00Z", "--end",
+                  "2026-11-03T00:00:00Z", "--json").json()
+    assert started["total"] == 2
+    listed = run("runs", "backfills", schedule["id"]).out.splitlines()
+    assert listed[0].split()[:3] == ["ID", "STATUS", "DONE"] and listed[1].split()[0] == started["id"]
+    assert run("runs", "cancel-backfill", schedule["id"], started["id"]).out.startswith(f"backfill {started['id']} ")
+
+    created = run("tokens", "create", "ci").out.splitlines()
+    token_id, secret = created[0].split()[2], created[-1]
+    assert recur(url, secret, "me", "--json").json()["name"] == run("me", "--json").json()["name"]
+    assert any(line.split()[:2] == [token_id, "ci"] for line in run("tokens", "list").out.splitlines())
+    assert run("tokens", "revoke", token_id).out == f"revoked token {token_id}\n"
+    assert recur(url, secret, "me", ok=False).code == 1
+
+    owner = run("owners", "create", "team-b", "--json").json()
+    team_b = owner["token"]["token"]
+    forbidden = recur(url, team_b, "owners", "list", ok=False)
+    assert forbidden.code == 1 and "(HTTP 403)" in forbidden.err
+    quotas = run("owners", "quotas", str(owner["id"]), "--schedules", "5").out
+    assert "quota schedules: 5 (its own)" in quotas
+    assert run("owners", "quotas", str(owner["id"]), "--schedules", "default", "--json").json()[
+        "quotas"]["schedules"]["override"] is None
+    owners = run("owners", "list").out.splitlines()
+    assert any(line.split()[:3] == [str(owner["id"]), "team-b", "no"] for line in owners)
+    assert run("owners", "delete", str(owner["id"]), "--yes").out == f"deleted owner {owner['id']}\n"
+    trail = run("events", "owners", "--json").json()["items"]
+    assert [e["action"] for e in trail if e["owner_id"] == owner["id"]][:1] == ["owner.deleted"]
+    assert run("owners", "events").out.splitlines()[1].split()[2] == "owner.deleted"
+
+    invalid = run("webhooks", "create", "ftp://127.0.0.1/", "--event", "run.failed", ok=False)
+    assert invalid.code == 1 and "url:" in invalid.err  # the field the API refused, named
+
+
+def test_shell_completion_through_click():
+    script = ROOT / ".venv" / "bin" / "recur"
+    if not script.exists():
+        pytest.skip("the recur console script is not installed in .venv")
+    env = {**os.environ, "_RECUR_COMPLETE": "bash_source"}
+    source = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert "_recur_completion" in source.stdout and "complete " in source.stdout
+    env = {**os.environ, "_RECUR_COMPLETE": "bash_complete", "COMP_WORDS": "recur web", "COMP_CWORD": "1"}
+    words = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "webhooks" in words
