@@ -132,7 +132,8 @@ def _compared(want: Wanted, schedule: ScheduledJob, workflow: Workflow | None) -
     if kind_wanted[0] == "at" and kind_wanted[1] is None:  # after_seconds: fixed when created
         kind_wanted = ("at", schedule.at) if kind_now[0] == "at" else kind_wanted
     if kind_now != kind_wanted:
-        changes[kind_wanted[0]] = (_pair(kind_now), _pair(kind_wanted))
+        same_kind = kind_now[0] == kind_wanted[0]
+        changes[kind_wanted[0]] = (kind_now[1], kind_wanted[1]) if same_kind else (_pair(kind_now), _pair(kind_wanted))
         given = next(k for k in KINDS if want.schedule.get(k) is not None)
         body[given] = want.schedule[given]
     for name, default in {**SCHEDULE_DEFAULTS, "name": None}.items():
