@@ -125,3 +125,29 @@ def test_a_plain_function_runs_through_rq_with_exactly_its_arguments(chain_app, 
 def test_context_outside_a_run_says_so():
     with pytest.raises(recur.NoRunContext):
         recur.context()
+
+
+def test_a_teams_own_package_named_app_loads_under_another_name(tmp_path):
+    """RECUR_TASK_MODULES's name=path form: the team's `app` package, loaded as `teamapp`, then its modules
+    by that name; Recur's `app` stays Recur's."""
+    import sys
+
+    import app as recurs_app
+    from app.tasks import load_task_modules
+
+    package = tmp_path / "app"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text("def send(account_id, *, dry_run=False):\n    return account_id, dry_run\n")
+    (package / "tasks.py").write_text("import recur\nfrom .helpers import send\n\n"
+                                      "recur.schedule(send, every='5m', args=[7], key='team-send')\n")
+    try:
+        load_task_modules([f"teamapp={package}", "teamapp.tasks"])
+        assert declarations.declared_keys() == ["team-send"]
+        task = get_task("teamapp.helpers.send")
+        assert task is not None
+        assert task({"payload": {"args": [7], "kwargs": {"dry_run": True}}}) == (7, True)  # type: ignore[typeddict-item]
+        assert sys.modules["app"] is recurs_app
+    finally:
+        for name in ("teamapp", "teamapp.helpers", "teamapp.tasks"):
+            sys.modules.pop(name, None)
