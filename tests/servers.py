@@ -133,6 +133,15 @@ def print_logs_if_failed(node: Any, logs: Iterable[Path], lines: int = 40) -> No
         print("\n".join(path.read_text(errors="replace").splitlines()[-lines:]))
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, dead but not yet reaped, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 class Process:
     """A real Recur process (gunicorn web or worker.py) with its output in a log file."""
 

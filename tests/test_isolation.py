@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers import start_worker, wait_for
+from tests.servers import pid_alive, start_worker, wait_for
 from tests.stack import Stack
 
 pytestmark = pytest.mark.integration
@@ -50,13 +50,6 @@ def test_a_task_that_takes_its_process_down_fails_its_attempt_and_the_chain_goes
     assert schedule["status"] == "active", schedule
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
 
 def test_a_killed_worker_takes_its_work_process_with_it(stack: Stack) -> None:
     """SIGKILL to the worker alone: its work process must not run the task on as an orphan after its run is
@@ -69,7 +62,7 @@ def test_a_killed_worker_takes_its_work_process_with_it(stack: Stack) -> None:
     body = int(path.read_text().split()[1])
     assert body != first.pid  # it runs in the work process, not the worker
     first.kill()
-    wait_for(lambda: not _alive(body), 3, interval=0.05, what="the work process to die with its worker")
+    wait_for(lambda: not pid_alive(body), 3, interval=0.05, what="the work process to die with its worker")
 
     stack.workers.append(start_worker(stack.env, stack.tmp_path / "second.log"))
     wait_for(lambda: stack.api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["status"] == "done", 90,

@@ -14,7 +14,7 @@ import pytest
 from redis import Redis
 from rq import Worker
 
-from tests.servers import wait_for
+from tests.servers import pid_alive, wait_for
 from tests.stack import Stack, parse_instant
 
 pytestmark = pytest.mark.integration
@@ -100,13 +100,6 @@ def test_sigterm_waits_for_every_running_task_and_hands_off_every_successor(stac
     assert sorted(m.decode() for m in pending) == sorted(f"sched-{i}-n1-rc0" for i in ids)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
 
 def test_a_killed_worker_takes_its_slots_with_it(stack: Stack) -> None:
     """SIGKILL to worker.py alone: no slot may run on as an orphan, taking links nobody supervises."""
@@ -114,9 +107,9 @@ def test_a_killed_worker_takes_its_slots_with_it(stack: Stack) -> None:
     stack.wait_workers_ready()
     wait_for(lambda: len(_slots(stack)) == 2, 30, what="two slots")
     pids = [w.pid for w in _slots(stack)]
-    assert all(_alive(pid) for pid in pids) and worker.pid not in pids
+    assert all(pid_alive(pid) for pid in pids) and worker.pid not in pids
     worker.kill()
-    wait_for(lambda: not any(_alive(pid) for pid in pids), 5, interval=0.05, what="the slots to die with it")
+    wait_for(lambda: not any(pid_alive(pid) for pid in pids), 5, interval=0.05, what="the slots to die with it")
 
 
 @pytest.mark.parametrize(("task", "payload", "fields", "error"), [

@@ -191,16 +191,22 @@ def _kill_group(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """SIGKILL this forked process when its parent dies (Linux's parent-death signal); exit at once if the
+    parent died before the signal was armed."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
 def _become_work_process(parent_pid: int) -> None:
     """A process group of its own (the worker kills the task with whatever it started; a Ctrl-C to the
     worker's group is the worker's to handle), death with the worker (Linux's parent-death signal: a
     SIGKILLed worker leaves no orphan running a task whose run is written off elsewhere), and first in
     line for the kernel's OOM killer (a leaking task's process goes before its worker)."""
     os.setpgrp()
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent_pid:  # the worker died before the signal was armed
-        os._exit(0)
+    die_with_parent(parent_pid)
     with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as fh:
         fh.write("1000")
 

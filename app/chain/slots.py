@@ -12,8 +12,6 @@ background process), not once per slot.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import signal
 from collections.abc import Callable
@@ -21,7 +19,7 @@ from typing import Any
 
 from rq.worker_pool import ForkProcess, WorkerData, WorkerPool
 
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+from app.chain.pool import die_with_parent
 
 
 def default_concurrency(setting: int) -> int:
@@ -65,10 +63,7 @@ class Slots(WorkerPool):
 
 
 def _slot_main(run_slot: Callable[[str, bool], None], name: str, burst: bool, parent_pid: int) -> None:
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent_pid:  # the supervisor died before the signal was armed
-        os._exit(0)
+    die_with_parent(parent_pid)
     # The supervisor's handlers were copied by the fork: RQ's worker installs its own in work().
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
