@@ -4,30 +4,17 @@ PostgreSQL server, as the bench does). Speed is never asserted here (shared mach
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bench.stack import postgres_available
+from tests.quick_bench import run_quick_bench
 
 pytestmark = [pytest.mark.bench, pytest.mark.database]
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
-    database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
-    if database == "postgres" and not postgres_available():
-        pytest.skip("PostgreSQL's server binaries are not installed")
-    out = tmp_path / "results.json"
-    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--db", database, "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-4000:]
-    document = json.loads(out.read_text())
+    database, document, output = run_quick_bench(tmp_path, timeout=900)
     rows = document["rows"]
     scenarios = {"1 throughput", "2 steady load", "3 herd", "4 scale", "5 API", "6 burst", "7 memory"}
     assert document["databases"] == [database]
@@ -38,5 +25,5 @@ def test_quick_bench_produces_every_figure(tmp_path: Path) -> None:
                if not isinstance(row["recur"], int | float) or not isinstance(row["baseline_value"], int | float)]
     assert not missing, missing
     assert all(row["pass"] is not None for row in rows if row["target"]), rows
-    header = done.stdout.splitlines()[1]
+    header = output.splitlines()[1]
     assert "Recur" in header and "baseline" in header and "ratio" in header

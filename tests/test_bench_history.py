@@ -5,32 +5,20 @@ there, and the pruner must have deleted what was past retention when it began.""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bench.stack import postgres_available
+from tests.quick_bench import run_quick_bench
 
 pytestmark = [pytest.mark.bench, pytest.mark.database]
 
-ROOT = Path(__file__).resolve().parent.parent
 ENDPOINTS = {"schedule_get", "runs_first_page", "runs_deep_page", "schedules_list", "console_schedule",
              "console_schedules", "metrics", "health"}
 
 
 def test_quick_history_scenario_produces_every_figure(tmp_path: Path) -> None:
-    database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
-    if database == "postgres" and not postgres_available():
-        pytest.skip("PostgreSQL's server binaries are not installed")
-    out = tmp_path / "results.json"
-    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "history", "--db", database,
-                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    document = json.loads(out.read_text())
+    database, document, _ = run_quick_bench(tmp_path, "--only", "history")
     history = document["results"][database]["history"]
     assert "error" not in history, history
     assert history["runs"] == document["config"]["history"]["runs"]
