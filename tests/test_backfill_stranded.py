@@ -40,6 +40,19 @@ def _backfill(backfill_id: str) -> tuple[str, int]:
     return backfill.status, int(done or 0)
 
 
+def _committed_backfill(count: int) -> tuple[str, list[datetime]]:
+    """A running backfill of a ten-minute cron's first `count` times from HOUR, committed and not started:
+    its id and its times."""
+    schedule = make_schedule(datetime.now(UTC), cron="*/10 * * * *")
+    times = [HOUR + timedelta(minutes=10 * i) for i in range(count)]
+    backfill = Backfill(schedule_id=schedule.id, start_at=HOUR, end_at=HOUR + timedelta(minutes=10 * count),
+                        overlap=None, times=[t.isoformat() for t in times], total=count, started=0,
+                        status="running", created_at=datetime.now(UTC))
+    db.session.add(backfill)
+    db.session.commit()
+    return backfill.id, times
+
+
 def test_a_backfill_asked_for_while_redis_is_away_is_refused_and_leaves_nothing(real_app):
     client = authorized_client(real_app, token_for_app(real_app))
     schedule = make_schedule(datetime.now(UTC), cron="*/10 * * * *")
@@ -53,15 +66,8 @@ def test_a_backfill_asked_for_while_redis_is_away_is_refused_and_leaves_nothing(
 
 
 def test_a_backfill_whose_next_run_was_lost_is_taken_up_by_the_reconciler(real_app):
-    schedule = make_schedule(datetime.now(UTC), cron="*/10 * * * *")
-    times = [HOUR + timedelta(minutes=10 * i) for i in range(6)]
     # What start_backfill commits, with the process gone before it enqueued the first run.
-    backfill = Backfill(schedule_id=schedule.id, start_at=HOUR, end_at=HOUR + timedelta(hours=1), overlap=None,
-                        times=[t.isoformat() for t in times], total=6, started=0, status="running",
-                        created_at=datetime.now(UTC))
-    db.session.add(backfill)
-    db.session.commit()
-    backfill_id = backfill.id
+    backfill_id, times = _committed_backfill(6)
     _work(real_app)
     assert _backfill(backfill_id) == ("running", 0)  # nothing on the way: only the reconciler can start it
 
@@ -81,14 +87,7 @@ def test_a_backfill_goes_on_once_per_ended_run_however_many_processes_see_it_end
     """The run's own job and a reconciler pass that saw the same run end both go on from it: the backfill
     starts its next run once, and never skips one (the race left 15:10 to run after 15:20, and the
     backfill done with its last run never run)."""
-    schedule = make_schedule(datetime.now(UTC), cron="*/10 * * * *")
-    times = [HOUR + timedelta(minutes=10 * i) for i in range(3)]
-    backfill = Backfill(schedule_id=schedule.id, start_at=HOUR, end_at=HOUR + timedelta(minutes=30), overlap=None,
-                        times=[t.isoformat() for t in times], total=3, started=0, status="running",
-                        created_at=datetime.now(UTC))
-    db.session.add(backfill)
-    db.session.commit()
-    backfill_id = backfill.id
+    backfill_id, times = _committed_backfill(3)
     start_backfill(backfill_id)
     _work(real_app, max_jobs=1)  # the first run ends; its job goes on to the second
     assert _backfill(backfill_id) == ("running", 1)

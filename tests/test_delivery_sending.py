@@ -49,15 +49,20 @@ def _pending_delivery(app, client, url: str, created_ago: timedelta = timedelta(
     return int(row.id)
 
 
+def _given_up_delivery(app, client, url: str) -> tuple[int, Delivery | None]:  # type: ignore[no-untyped-def]
+    """A delivery made a day and a minute ago, after one sending pass: its id, and its row as it is then."""
+    row_id = _pending_delivery(app, client, url, created_ago=timedelta(days=1, minutes=1))
+    delivery.deliver_due(clock.utcnow())
+    delivery.wait_idle()
+    db.session.remove()
+    return row_id, db.session.get(Delivery, row_id)
+
+
 def test_a_delivery_past_its_day_is_given_up_without_sending(app, client):
     receiver = Receiver(free_port())
     receiver.start()
     try:
-        row_id = _pending_delivery(app, client, receiver.url, created_ago=timedelta(days=1, minutes=1))
-        delivery.deliver_due(clock.utcnow())
-        delivery.wait_idle()
-        db.session.remove()
-        row = db.session.get(Delivery, row_id)
+        row_id, row = _given_up_delivery(app, client, receiver.url)
         assert row is not None and row.status == "failed" and "gave up" in (row.reason or "")
         assert receiver.events() == []
     finally:
@@ -179,11 +184,7 @@ def test_a_given_up_delivery_is_sent_again_by_hand_once_per_request_and_the_log_
     receiver = Receiver(free_port())
     receiver.start()
     try:
-        row_id = _pending_delivery(app, client, receiver.url, created_ago=timedelta(days=1, minutes=1))
-        delivery.deliver_due(clock.utcnow())
-        delivery.wait_idle()
-        db.session.remove()
-        row = db.session.get(Delivery, row_id)
+        row_id, row = _given_up_delivery(app, client, receiver.url)
         assert row is not None and row.status == "failed" and receiver.events() == []
         webhook_id = row.webhook_id
         db.session.rollback()
