@@ -61,11 +61,12 @@ def main() -> None:
     args = parser.parse_args()
 
     app = create_app()
-    listens = queue_names(app) if args.queues is None else [q.strip() for q in args.queues.split(",") if q.strip()]
-    unknown = [q for q in listens if q not in queue_names(app)]
+    cluster = queue_names(app)
+    listens = cluster if args.queues is None else [q.strip() for q in args.queues.split(",") if q.strip()]
+    unknown = [q for q in listens if q not in cluster]
     if unknown or not listens:
         parser.error(f"--queues: {', '.join(unknown) or 'none given'}: not a queue of this cluster "
-                     f"(RECUR_QUEUE and RECUR_QUEUES name {', '.join(queue_names(app))})")
+                     f"(RECUR_QUEUE and RECUR_QUEUES name {', '.join(cluster)})")
     ensure_schema(app)
     sync_on_start(app)  # RECUR_SYNC_ON_START: the declared schedules, before this worker takes links
     fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])  # what this host's ended processes counted, kept in one file
@@ -123,6 +124,7 @@ def main() -> None:
     finally:
         helper.terminate()
         helper.join(timeout=5)
+
 
 if __name__ == "__main__":
     main()
