@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 from rq import Queue
+from rq.registry import ScheduledJobRegistry
 from sqlalchemy import event
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.orm import DeclarativeBase
@@ -136,6 +138,23 @@ def get_queue(app: Flask | None = None) -> Queue:
     """The default queue (RECUR_QUEUE): links and runs of workflows that name none."""
     app = app or current_app
     return Queue(app.config["RECUR_QUEUE"], connection=get_redis(app))
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    name: str
+    queued: int  # links and runs on the queue, waiting for a worker
+    scheduled: int  # links in its scheduled registry, waiting for their time
+
+
+def queue_depths(app: Flask | None = None) -> list[QueueDepth]:
+    """Each of the cluster's queues (queue_names), read from Redis: what /metrics and the console show."""
+    redis = get_redis(app)
+    depths = []
+    for name in queue_names(app):
+        queue = Queue(name, connection=redis)
+        depths.append(QueueDepth(name, queue.count, ScheduledJobRegistry(queue=queue).count))  # type: ignore[no-untyped-call]
+    return depths
 
 
 def queue_names(app: Flask | None = None) -> list[str]:

@@ -30,12 +30,11 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from rq import Queue, Worker
-from rq.registry import ScheduledJobRegistry
+from rq import Worker
 from sqlalchemy import column, func, select, table
 
 from app import clock, metrics_files
-from app.extensions import db, get_redis, queue_names
+from app.extensions import db, get_redis, queue_depths
 from app.models import ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
 
 log = logging.getLogger(__name__)
@@ -151,14 +150,13 @@ class StateCollector(Collector):
         yield deliveries
 
         # Every queue of the cluster (RECUR_QUEUE and RECUR_QUEUES: a fixed, configured set of labels).
-        queues = [Queue(name, connection=get_redis(self.app)) for name in queue_names(self.app)]
         depth = GaugeMetricFamily("recur_queue_depth", "Links and runs waiting in an RQ queue for a worker.",
                                   labels=["queue"])
         scheduled = GaugeMetricFamily("recur_links_scheduled", "Links waiting for their time in RQ's scheduled "
                                       "registry.", labels=["queue"])
-        for queue in queues:
-            depth.add_metric([queue.name], queue.count)
-            scheduled.add_metric([queue.name], ScheduledJobRegistry(queue=queue).count)  # type: ignore[no-untyped-call]
+        for waiting in queue_depths(self.app):
+            depth.add_metric([waiting.name], waiting.queued)
+            scheduled.add_metric([waiting.name], waiting.scheduled)
         yield depth
         yield scheduled
         workers = GaugeMetricFamily("recur_workers", "RQ workers registered in Redis.")

@@ -19,7 +19,7 @@ from app.api.schemas.workflows import WorkflowIn
 from app.auth import quotas
 from app.auth.scope import caller
 from app.console import chart, forms, session
-from app.extensions import db, get_redis, queue_names
+from app.extensions import db, get_redis, queue_depths
 from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
 from app.policies.condition import FAILED_OUTCOMES, Condition, condition
 from app.reconcile_stats import read_stats
@@ -345,8 +345,7 @@ def health() -> Page:
     """The service's health. As the API's health, the detail that shows other owners' activity (workers' host
     names and current jobs, the queue, the reconciler's totals) only to an admin; to an owner, their own
     schedules' counts and how many workers run."""
-    from rq import Queue, Worker
-    from rq.registry import ScheduledJobRegistry
+    from rq import Worker
 
     detail = bool(g.owner.is_admin)
     redis_state, workers, worker_count, queues, stats = "ok", [], None, [], {}
@@ -355,9 +354,7 @@ def health() -> Page:
         if detail:
             workers = sorted(Worker.all(connection=redis), key=lambda w: w.name)
             worker_count = len(workers)
-            for name in queue_names():  # each queue: links on it, and links waiting for their time
-                queue = Queue(name, connection=redis)
-                queues.append((name, queue.count, ScheduledJobRegistry(queue=queue).count))  # type: ignore[no-untyped-call]
+            queues = queue_depths()
             stats = read_stats(redis)
         else:
             worker_count = Worker.count(connection=redis)
