@@ -20,7 +20,7 @@ from app.chain.finish import finish_run
 from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import EPOCH_KEY, holders, pulse
-from app.chain.redis_links import QueuedIds, pending_revisions
+from app.chain.link_lookup import QueuedIds, pending_revisions
 from app.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
 from app.outside_runs.backfills import resume_backfills

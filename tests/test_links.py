@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 
+from app.chain.link_lookup import pending_revisions
 from app.chain.mover import Mover
 from app.chain.redis_links import (
     HEADS_KEY,
@@ -14,7 +15,6 @@ from app.chain.redis_links import (
     LINK_FUNC,
     LinkPlan,
     cancel_link,
-    pending_revisions,
     put_link,
     put_links,
 )

@@ -15,7 +15,8 @@ from rq.registry import ScheduledJobRegistry
 from sqlalchemy import update
 
 from app.chain.ids import link_id
-from app.chain.redis_links import LinkPlan, pending_revisions, put_link, queue_named
+from app.chain.link_lookup import pending_revisions
+from app.chain.redis_links import LinkPlan, put_link, queue_named
 from app.extensions import db, get_queue, get_redis
 from app.models import ScheduledJob
 from app.recovery import reconcile

@@ -49,7 +49,7 @@ def test_a_link_taken_or_queued_moments_ago_is_pending_one_taken_long_ago_is_not
     from rq.job import Job
     from rq.utils import utcformat
 
-    from app.chain.redis_links import IN_HAND_GRACE_SECONDS, pending_revisions
+    from app.chain.link_lookup import IN_HAND_GRACE_SECONDS, pending_revisions
     from app.clock import HOST_SKEW_ALLOWANCE_SECONDS
 
     redis, queue = get_redis(real_app), get_queue(real_app)

@@ -12,8 +12,8 @@ from rq import Queue, SimpleWorker
 
 from app import recovery, schedules
 from app.chain.ids import link_id
+from app.chain.link_lookup import pending_revisions
 from app.chain.mover import Mover
-from app.chain.redis_links import pending_revisions
 from app.extensions import get_queue, get_redis
 from app.models import RunStatus
 from tests.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, step
