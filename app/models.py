@@ -254,6 +254,21 @@ class Run(db.Model):  # type: ignore[name-defined,misc]
     backfill_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
 
 
+class RunOutput(db.Model):  # type: ignore[name-defined,misc]
+    """What a run's task left behind: its error's traceback, its captured stdout and stderr, its log lines and
+    its return value, each bounded (app.chain.capture). Written with the run's outcome, in the same
+    transaction, only when there is something to keep; deleted with its run (the foreign key cascades). A
+    table of its own so that the runs table, which every claim, finish and list reads, stays narrow."""
+
+    __tablename__ = "run_outputs"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    traceback: Mapped[str | None] = mapped_column(Text, nullable=True)
+    output: Mapped[str | None] = mapped_column(Text, nullable=True)  # stdout and stderr, as they came
+    logs: Mapped[str | None] = mapped_column(Text, nullable=True)
+    result: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON if it serialises, else its repr
+
+
 class BreakerTransition(db.Model):  # type: ignore[name-defined,misc]
     """The append-only history of a workflow's circuit breaker."""
 
