@@ -91,6 +91,8 @@ class Settings:
     RECUR_KEEP_RUNS_DAYS: int = setting(30, "days a run is kept (0: for ever)", at_least=0)
     RECUR_KEEP_RUNS_MIN: int = setting(100, "the newest runs of each schedule kept whatever their age",
                                        at_least=1)
+    RECUR_RUN_OUTPUT_BYTES: int = setting(65536, "bytes kept of each of a run's captured output, log lines, "
+                                          "traceback and return value (head and tail)", at_least=1024)
     RECUR_KEEP_EVENTS_DAYS: int = setting(7, "days webhook events and finished deliveries are kept (0: for "
                                           "ever)", at_least=0)
     RECUR_KEEP_AUDIT_DAYS: int = setting(365, "days the audit trail is kept (0: for ever)", at_least=0)

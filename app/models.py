@@ -197,6 +197,12 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     run_through: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     backlog: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
+    # A named calendar (app.calendars) whose days the ticks skip or shift off (on_calendar: skip, shift_next,
+    # shift_previous; NULL with a calendar: skip). Editing the calendar re-plans the schedule.
+    calendar_id: Mapped[int | None] = mapped_column(
+        ForeignKey("calendars.id", name="fk_scheduled_jobs_calendar_id"), nullable=True, index=True)
+    on_calendar: Mapped[str | None] = mapped_column(String(16), nullable=True)
+
     # Fencing: bumped by every edit that re-plans; a link carries the revision it was planned under.
     revision: Mapped[int] = mapped_column(Integer, default=0)
     # The Run that has claimed the current tick and not yet finished; NULL when nothing runs.
