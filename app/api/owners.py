@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from flask.views import MethodView
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
-from app import accounts, clock, schedules
+from app import accounts, clock
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found, validation_error
 from app.api.schemas.fields import Joined
@@ -25,12 +24,9 @@ from app.api.schemas.owners import (
     TokenPageIn,
 )
 from app.auth import quotas
-from app.auth.models import ApiToken, Owner, OwnerEvent
+from app.auth.models import ApiToken, Owner
 from app.auth.scope import caller
-from app.auth.tokens import issue
 from app.extensions import db
-from app.models import ScheduledJob, Workflow
-from app.notify import outbox
 from app.queries import INT_MAX, OWNERS, TOKENS, Page, keyset_page
 
 
@@ -39,12 +35,6 @@ def admin_only() -> Owner:
     if not owner.is_admin:
         raise ApiError(403, "forbidden", "Only an admin may manage owners.")
     return owner
-
-
-def record_owner(owner: Owner, actor: Owner, action: str, now: datetime, changes: dict[str, object]) -> None:
-    """The admins' record of an owner made, changed or deleted, kept after the owner is gone."""
-    db.session.add(OwnerEvent(owner_id=owner.id, owner_name=owner.name, actor_id=actor.id, actor_name=actor.name,
-                              action=action, at=now, changes=changes))
 
 
 @api.route("/me/", endpoint="me")
@@ -68,13 +58,10 @@ class Tokens(MethodView):
     @api.response(201, TokenCreatedOut)
     def post(self, data: dict[str, Any]) -> Joined:
         """Create an API token (its secret is shown once)"""
-        now = clock.utcnow()
-        if data.get("expires_at") is not None and data["expires_at"] <= now:
-            raise ApiError(422, "validation_error", "The request body is invalid.",
-                           {"expires_at": ["must be in the future"]})
-        quotas.require_room(caller().id, "tokens", now)
-        issued = issue(caller(), data["name"], now, data.get("expires_at"))
-        db.session.commit()
+        try:
+            issued = accounts.create_token(caller(), data["name"], data.get("expires_at"), clock.utcnow())
+        except accounts.ExpiryPassed as exc:
+            raise validation_error({"expires_at": [str(exc)]}) from exc
         return Joined(issued.token, token=issued.secret)
 
 
@@ -114,7 +101,7 @@ class Owners(MethodView):
             raise validation_error({"name": [str(exc)]}) from exc
         owner = db.session.get(Owner, issued.token.owner_id)
         assert owner is not None
-        record_owner(owner, caller(), "owner.created", now, {"is_admin": owner.is_admin})
+        accounts.record_owner(owner, caller(), "owner.created", now, {"is_admin": owner.is_admin})
         db.session.commit()
         return Joined(owner, token=Joined(issued.token, token=issued.secret))
 
@@ -137,7 +124,7 @@ class OwnerItem(MethodView):
             raise not_found("owner", owner_id)
         for quota, value in data["quotas"].items():
             setattr(owner, quotas.COLUMNS[quota], value)
-        record_owner(owner, caller(), "owner.quotas_changed", clock.utcnow(), {"quotas": data["quotas"]})
+        accounts.record_owner(owner, caller(), "owner.quotas_changed", clock.utcnow(), {"quotas": data["quotas"]})
         db.session.commit()
         return owner
 
@@ -157,11 +144,4 @@ class OwnerItem(MethodView):
             raise not_found("owner", owner_id)
         if owner.id == admin.id:
             raise ApiError(400, "invalid_state", "An admin cannot delete their own owner.")
-        now = clock.utcnow()
-        ids = list(db.session.scalars(select(ScheduledJob.id).where(ScheduledJob.owner_id == owner_id)))
-        schedules.remove(ids, now)  # their runs and pending links go too
-        outbox.remove_owner(owner_id)
-        db.session.execute(delete(Workflow).where(Workflow.owner_id == owner_id))
-        record_owner(owner, admin, "owner.deleted", now, {"schedules": len(ids)})
-        db.session.execute(delete(Owner).where(Owner.id == owner_id))  # tokens and console sessions by cascade
-        db.session.commit()
+        accounts.delete_owner(owner, admin, clock.utcnow())

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app, g
 from flask.views import MethodView
-from sqlalchemy import delete, func, select
+from sqlalchemy import select
 
-from app import clock
+from app import clock, webhooks
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found, validation_error
 from app.api.schemas.fields import Joined
@@ -22,12 +21,11 @@ from app.api.schemas.webhooks import (
     WebhookPage,
     WebhookPageIn,
 )
-from app.auth import quotas
+from app.auth.actor import acting
 from app.auth.scope import caller, scoped
-from app.extensions import db
-from app.notify import guard, outbox, redelivery, signing
+from app.notify import redelivery
 from app.notify.models import Delivery, DeliveryAttempt, Webhook
-from app.queries import DELIVERY_ATTEMPTS, TOTAL_CAP, WEBHOOKS, Page, keyset_page, owned
+from app.queries import DELIVERY_ATTEMPTS, WEBHOOKS, Page, keyset_page, owned
 
 
 def webhook_or_404(webhook_id: int) -> Webhook:
@@ -55,20 +53,9 @@ class Webhooks(MethodView):
         `url`) unless its host is in RECUR_WEBHOOK_ALLOW_HOSTS; only http and https.
         """
         try:
-            guard.resolve(data["url"], guard.allowed_hosts(current_app.config["RECUR_WEBHOOK_ALLOW_HOSTS"]))
-        except guard.Refused as exc:
-            raise validation_error({"url": [str(exc)]}) from exc
-        secret = data.get("secret") or signing.new_secret()
-        if not signing.is_valid_secret(secret):
-            raise validation_error({"secret": ["must be whsec_ followed by base64 of 16 to 64 bytes."]})
-        owner = caller()
-        quotas.require_room(owner.id, "webhooks", clock.utcnow())
-        webhook = Webhook(owner_id=owner.id, url=data["url"], event_types=sorted(set(data["event_types"])),
-                          secret=secret, created_at=clock.utcnow())
-        db.session.add(webhook)
-        db.session.commit()
-        outbox.forget(owner.id)
-        return webhook
+            return webhooks.create(caller().id, data, clock.utcnow())
+        except webhooks.Refused as exc:
+            raise validation_error(exc.errors) from exc
 
 
 @api.route("/webhooks/<int:webhook_id>/", endpoint="webhook")
@@ -83,13 +70,7 @@ class WebhookItem(MethodView):
     @api.errors(404)
     def delete(self, webhook_id: int) -> None:
         """Delete a webhook: nothing more is sent to it"""
-        webhook = webhook_or_404(webhook_id)
-        owner_id = webhook.owner_id
-        db.session.execute(delete(Delivery).where(Delivery.webhook_id == webhook.id))
-        db.session.execute(delete(DeliveryAttempt).where(DeliveryAttempt.webhook_id == webhook.id))
-        db.session.delete(webhook)
-        db.session.commit()
-        outbox.forget(owner_id)
+        webhooks.remove(webhook_or_404(webhook_id))
 
 
 @api.route("/webhooks/<int:webhook_id>/deliveries/", endpoint="webhook_deliveries")
@@ -107,10 +88,7 @@ class WebhookDeliveries(MethodView):
         webhook = webhook_or_404(webhook_id)
         attempts = keyset_page(select(DeliveryAttempt).where(DeliveryAttempt.webhook_id == webhook.id),
                                DELIVERY_ATTEMPTS, query["limit"], query["offset"], query.get("cursor"))
-        pending = db.session.scalar(select(func.count()).select_from(
-            select(Delivery.id).where(Delivery.webhook_id == webhook.id, Delivery.status == "pending")
-            .limit(TOTAL_CAP).subquery()))
-        return Joined(attempts, pending=int(pending or 0))
+        return Joined(attempts, pending=webhooks.pending_count(webhook))
 
 
 @api.route("/webhooks/<int:webhook_id>/deliveries/<int:delivery_id>/redeliver/", endpoint="webhook_redeliver")
@@ -126,13 +104,11 @@ class WebhookRedeliver(MethodView):
         pruned (RECUR_KEEP_EVENTS_DAYS).
         """
         webhook = webhook_or_404(webhook_id)
-        delivery = db.session.scalars(select(Delivery).where(
-            (Delivery.id == delivery_id) & (Delivery.webhook_id == webhook.id)).with_for_update()).first()
-        if delivery is None:
-            raise not_found("delivery", delivery_id)
-        by = f"{g.owner.name} (token {g.token.name})" if g.get("token") is not None else g.owner.name
         try:
-            return redelivery.redeliver(delivery, by, clock.utcnow())
+            delivery = webhooks.redeliver(webhook, delivery_id, acting(), clock.utcnow())
         except redelivery.EventGone as exc:
             raise ApiError(409, "conflict", f"Delivery {delivery_id}'s event {exc} was pruned; nothing is left "
                            "to send.") from exc
+        if delivery is None:
+            raise not_found("delivery", delivery_id)
+        return delivery

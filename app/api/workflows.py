@@ -4,20 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import g
 from flask.views import MethodView
-from sqlalchemy import select
 
-from app import clock, workflows
+from app import breakers, clock, workflows
 from app.api.blueprint import api
 from app.api.errors import not_found
 from app.api.schemas.fields import Joined
 from app.api.schemas.workflows import BreakerOut, WorkflowIn, WorkflowOut, WorkflowPage, WorkflowPageIn
+from app.auth.actor import acting
 from app.auth.scope import caller
-from app.extensions import db
-from app.models import BreakerTransition, Workflow
-from app.notify.outbox import EventType, emit_in_session
-from app.policies import breaker as policy
+from app.models import Workflow
 from app.queries import Page, owned, workflow_page
 
 
@@ -71,13 +67,8 @@ class WorkflowItem(MethodView):
         workflows.delete(workflow_or_404(workflow_id), clock.utcnow())
 
 
-BREAKER_HISTORY = 100  # the newest transitions a breaker's answer lists (older ones go with the audit trail)
-
-
 def _breaker(workflow: Workflow) -> Joined:
-    newest = db.session.scalars(select(BreakerTransition).where(BreakerTransition.workflow_id == workflow.id)
-                                .order_by(BreakerTransition.id.desc()).limit(BREAKER_HISTORY))
-    return Joined(workflow, history=list(reversed(list(newest))))
+    return Joined(workflow, history=breakers.history(workflow))
 
 
 @api.route("/workflows/<int:workflow_id>/breaker/", endpoint="breaker")
@@ -99,16 +90,5 @@ class BreakerReset(MethodView):
         Recorded in the history with who did it (the owner and the token's name).
         """
         workflow = workflow_or_404(workflow_id, for_update=True)
-        by = f"{g.owner.name} (token {g.token.name})" if g.get("token") is not None else g.owner.name
-        now = clock.utcnow()
-        # Recorded even when it was closed already: an operator's action belongs in the history.
-        db.session.add(BreakerTransition(workflow_id=workflow.id, from_state=workflow.breaker_state,
-                                         to_state=policy.CLOSED, at=now, reason="reset by hand", by=by))
-        if workflow.breaker_state != policy.CLOSED:
-            emit_in_session(workflow.owner_id, EventType.BREAKER_CLOSED.value, {
-                "workflow_id": workflow.id, "workflow_name": workflow.name, "from": workflow.breaker_state,
-                "to": policy.CLOSED, "reason": "reset by hand", "failures": 0}, now)
-        workflow.breaker_state, workflow.breaker_failures = policy.CLOSED, 0
-        workflow.breaker_opened_at = workflow.breaker_probe_run_id = None
-        db.session.commit()
+        breakers.reset(workflow, acting(), clock.utcnow())
         return _breaker(workflow)
