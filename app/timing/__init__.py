@@ -16,6 +16,8 @@ Fields of build_spec (missing key == None): interval_seconds, anchor_at, cron, d
 rrule, at, timezone (IANA, default "UTC"), start_at, end_at, only_between ("HH:MM-HH:MM", local),
 not_on (weekday names or cron numbers 0 = Sunday .. 6 = Saturday, 7 = Sunday), jitter_seconds,
 anchor_explicit (False: anchor_at is a default DTSTART, the creation instant, which is never itself a run).
+calendar_days (a collection of local dates; None: no calendar) and on_calendar ("skip", "shift_next",
+"shift_previous"; default skip): see calendar_days.py. is_calendar_day(days, day) answers for one date.
 No run is planned at or after LATEST (year 3000); the search has no shorter horizon.
 Instants in and out are timezone-aware; outputs are UTC, to the millisecond
 (whole seconds for calendar kinds). "now" is always an argument.
@@ -23,6 +25,7 @@ Instants in and out are timezone-aware; outputs are UTC, to the millisecond
 from __future__ import annotations
 
 from .build import MAX_JITTER_SECONDS, build_spec
+from .calendar_days import ON_CALENDAR, CalendarRule, is_calendar_day
 from .delays import jitter_delay, retry_delay
 from .errors import TimingError
 from .every import parse_every
@@ -37,9 +40,12 @@ __all__ = [
     "MAX_INTERVAL_SECONDS",
     "MAX_JITTER_SECONDS",
     "MAX_RULED_OUT",
+    "ON_CALENDAR",
+    "CalendarRule",
     "Spec",
     "TimingError",
     "build_spec",
+    "is_calendar_day",
     "jitter_delay",
     "parse_every",
     "preview",

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from .base import Timing
+from .calendar_days import CalendarRule, parse_on_calendar
 from .constraints import Constraints
 from .cron import CronTiming
 from .errors import TimingError
@@ -94,4 +95,17 @@ def build_spec(fields: Mapping[str, Any]) -> Spec:
         not_on=frozenset() if not_on is None else parse_weekdays(not_on),
     )
     jitter = _jitter(fields.get("jitter_seconds"))
-    return Spec(_timing(kind, fields, tz, start_at), constraints, jitter)
+    return Spec(_timing(kind, fields, tz, start_at), constraints, jitter, _calendar(fields, constraints.not_on))
+
+
+def _calendar(fields: Mapping[str, Any], not_on: frozenset[int]) -> CalendarRule | None:
+    """The calendar rule: `calendar_days` (a collection of dates; None: no calendar) and `on_calendar`."""
+    mode = parse_on_calendar(fields.get("on_calendar"))
+    days = fields.get("calendar_days")
+    if days is None:
+        return None
+    if not isinstance(days, frozenset):
+        days = frozenset(days)
+    if not all(isinstance(day, date) and not isinstance(day, datetime) for day in days):
+        raise TimingError("calendar_days", "expected dates")
+    return CalendarRule(days, mode, not_on)

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from .base import Timing
+from .calendar_days import CalendarRule
 from .constraints import Constraints
 from .instants import LATEST, to_utc
 
@@ -27,6 +28,7 @@ class Spec:
     timing: Timing
     constraints: Constraints
     jitter_seconds: int = 0
+    calendar: CalendarRule | None = None  # the days its ticks skip or move off (app.timing.calendar_days)
 
     @property
     def kind(self) -> str:
@@ -52,9 +54,15 @@ class Spec:
         """
         cursor = to_utc(instant, "instant")
         try:
+            if self.calendar is not None:
+                return self.calendar.next_after(self._search, self._fits, cursor, self.tz)
             return self._search(cursor)
         except OverflowError:  # only instants far outside the supported range get here: no run there
             return None
+
+    def _fits(self, moved: datetime) -> bool:
+        """Whether a tick the calendar moved may still fire where it lands."""
+        return moved < LATEST and self.constraints.allows(moved)
 
     def _search(self, cursor: datetime) -> datetime | None:
         begin = self.constraints.start_at
@@ -77,6 +85,8 @@ class Spec:
     def describe(self) -> str:
         """Human-readable summary, e.g. "At 09:00, Monday through Friday (Europe/Berlin)"."""
         parts = [self.timing.describe(), *self.constraints.describe()]
+        if self.calendar is not None:
+            parts.append(self.calendar.describe())
         if self.jitter_seconds:
             parts.append(f"with up to {self.jitter_seconds} s of jitter")
         text = ", ".join(parts)
@@ -86,7 +96,7 @@ class Spec:
 
     def _uses_local_time(self) -> bool:
         """Whether the zone matters to the reader (it does not for plain elapsed-time schedules)."""
-        if self.constraints.window is not None or self.constraints.not_on:
+        if self.constraints.window is not None or self.constraints.not_on or self.calendar is not None:
             return True
         if self.kind in ("cron", "rrule"):
             return True
