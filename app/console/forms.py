@@ -15,11 +15,21 @@ from app.api.schemas.fields import iso
 from app.api.schemas.runs import BackfillIn
 from app.api.schemas.schedules import ScheduleIn, ScheduleOut
 from app.clock import ceil_second
+from app.models import OnExhausted
+from app.policies import CatchUpPolicy, OverlapPolicy
 
-KINDS = ("cron", "every", "interval_seconds", "rrule", "at")
+KINDS = ("cron", "every", "interval_seconds", "rrule", "at", "after_seconds")
 _TEXT = ("name", "key", "description", "timezone", "start_at", "end_at", "only_between", "anchor_date",
-         "on_exhausted")
-_INTEGERS = ("workflow_id", "total_repeats", "max_retries", "timeout_seconds", "jitter_seconds")
+         "on_exhausted", "trigger_node_id", "catch_up", "overlap")
+_INTEGERS = ("workflow_id", "total_repeats", "max_retries", "timeout_seconds", "jitter_seconds",
+             "catch_up_window_seconds", "catch_up_limit", "alert_after_seconds", "keep_runs_days")
+# Fields a schedule may hold empty (null): on the form, a field given but left empty means null, so an edit can
+# take a window, an alert or a key away again (and a create sends null, which is the API's default for each).
+NULLABLE = ("key", "description", "trigger_node_id", "trigger_payload", "start_at", "end_at", "only_between",
+            "not_on", "anchor_date", "catch_up_window_seconds", "alert_after_seconds", "keep_runs_days")
+# The choices of the form's menus, from the API's own enums.
+CHOICES = {"catch_up": [p.value for p in CatchUpPolicy], "overlap": [p.value for p in OverlapPolicy],
+           "on_exhausted": [p.value for p in OnExhausted]}
 _SCHEDULE_IN = ScheduleIn()
 _SCHEDULE_OUT = ScheduleOut()
 _BACKFILL = BackfillIn()
@@ -34,7 +44,7 @@ def body_from_form(form: MultiDict[str, str]) -> tuple[dict[str, Any], dict[str,
         errors["kind"] = ["choose a kind of timing"]
     elif form.get(kind, "").strip():
         value: Any = form[kind].strip()
-        if kind == "interval_seconds":
+        if kind in ("interval_seconds", "after_seconds"):
             value = _integer(value, kind, errors)
         body[kind] = value
     else:
@@ -52,6 +62,11 @@ def body_from_form(form: MultiDict[str, str]) -> tuple[dict[str, Any], dict[str,
             body["trigger_payload"] = json.loads(form["trigger_payload"])
         except ValueError as exc:
             errors["trigger_payload"] = [f"not JSON: {exc}"]
+    if form.get("day_or", "") in ("true", "false"):
+        body["day_or"] = form["day_or"] == "true"
+    for name in NULLABLE:
+        if name in form and not form[name].strip():
+            body[name] = None
     return body, errors
 
 
@@ -90,7 +105,7 @@ def changed_fields(body: dict[str, Any], current: Any) -> dict[str, Any]:
         if name in KINDS:
             if name == "every" or str(shown.get(name) or "") != str(value):
                 changed[name] = value
-        elif name in ("start_at", "end_at", "anchor_date"):
+        elif name in ("start_at", "end_at", "anchor_date") and value is not None:
             if _instant(value) != shown.get(name):
                 changed[name] = value
         elif shown.get(name) != value:
@@ -117,4 +132,6 @@ def form_values(schedule: Any | None) -> dict[str, Any]:
         values["not_on"] = ", ".join(str(d) for d in shown["not_on"])
     if shown.get("trigger_payload") is not None:
         values["trigger_payload"] = json.dumps(shown["trigger_payload"])
+    if shown.get("day_or") is not None:
+        values["day_or"] = "true" if shown["day_or"] else "false"
     return values

@@ -207,7 +207,7 @@ def schedule_edit(schedule_id: str) -> Page:
 
 def _form(mode: str, values: dict[str, Any], errors: dict[str, list[str]], schedule: Any = None) -> Page:
     page = render_template("schedule_form.html", mode=mode, v=values, errors=errors, s=schedule,
-                           workflows=queries.workflows(), kinds=forms.KINDS)
+                           workflows=queries.workflows(), kinds=forms.KINDS, choices=forms.CHOICES)
     return (page, 422) if errors else page
 
 

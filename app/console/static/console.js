@@ -12,8 +12,8 @@
   var form = document.getElementById("schedule-form");
   if (!form) { return; }
   var output = document.getElementById("preview");
-  var timingNames = ["cron", "every", "interval_seconds", "rrule", "at", "timezone", "start_at", "end_at",
-    "only_between", "not_on", "jitter_seconds"];
+  var timingNames = ["cron", "every", "interval_seconds", "rrule", "at", "after_seconds", "timezone", "start_at",
+    "end_at", "only_between", "not_on", "jitter_seconds", "anchor_date", "day_or"];
 
   function kind() {
     var checked = form.querySelector('input[name="kind"]:checked');
@@ -31,10 +31,11 @@
     timingNames.forEach(function (name) {
       var input = form.elements[name];
       if (!input || !input.value.trim()) { return; }
-      var isKind = ["cron", "every", "interval_seconds", "rrule", "at"].indexOf(name) >= 0;
+      var isKind = ["cron", "every", "interval_seconds", "rrule", "at", "after_seconds"].indexOf(name) >= 0;
       if (isKind && name !== kind()) { return; }
       var value = input.value.trim();
-      if (name === "interval_seconds" || name === "jitter_seconds") { value = Number(value); }
+      if (["interval_seconds", "after_seconds", "jitter_seconds"].indexOf(name) >= 0) { value = Number(value); }
+      if (name === "day_or") { value = value === "true"; }
       if (name === "not_on") { value = value.split(",").map(function (s) { return s.trim(); }).filter(Boolean); }
       out[name] = value;
     });
