@@ -1,11 +1,13 @@
 """The web console at `/`: server-rendered pages over the same service layer and scoped queries as the API
-(app.schedules, app.auth.scope), signed in with an API token kept in a secure session cookie."""
+(app.schedules, app.auth.scope), signed in with an API token kept in a secure session cookie. The pages
+beyond views.py live in modules of their own (one per subject), each registering its routes on the same
+blueprint when imported here."""
 
 from __future__ import annotations
 
 from flask import Flask
 
-from app.console import session
+from app.console import session, workflow_pages  # noqa: F401  (registers its routes)
 from app.console.views import console
 
 
