@@ -8,8 +8,8 @@ from flask import Flask
 
 from app import accounts_cli, cli, clock, console, extensions, logs, metrics
 from app.api import document, errors
-from app.config import INSTANCE_DIR, Settings, flask_config
 from app.calendars import models as calendar_models  # noqa: F401  (registers the table)
+from app.config import INSTANCE_DIR, Settings, flask_config
 from app.notify import models as notify_models  # noqa: F401  (registers the tables)
 from app.sync import cli as sync_cli
 from app.tasks import load_task_modules
