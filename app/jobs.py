@@ -43,8 +43,7 @@ def _run_link(schedule_id: str, revision: int, repeat: int, retry: int, schedule
     if isinstance(prepared, str):
         return prepared
     with prepared.lease:
-        status, error = execute(prepared)
-        return complete(prepared, status, error)
+        return complete(prepared, *execute(prepared))
 
 
 def run_outside(schedule_id: str, run_id: str, scheduled_for: str, trigger: str, overlap: str | None,

@@ -16,7 +16,7 @@ from app.auth.models import ApiToken, Owner, OwnerEvent, ScheduleEvent
 from app.auth.scope import get_owned, scoped
 from app.chain import planning
 from app.extensions import db
-from app.models import Backfill, Run, ScheduledJob, Workflow
+from app.models import Backfill, Run, RunOutput, ScheduledJob, Workflow
 from app.notify.models import DeliveryAttempt, Webhook
 
 M = TypeVar("M")
@@ -175,6 +175,29 @@ def run_page(schedule: ScheduledJob, limit: int, offset: int = 0, after: cursors
 def backfill_page(schedule: ScheduledJob, limit: int, offset: int = 0, after: cursors.Key | None = None) -> Page:
     """A schedule's backfills, newest first: one range of ix_backfills_schedule_created."""
     return keyset_page(select(Backfill).where(Backfill.schedule_id == schedule.id), BACKFILLS, limit, offset, after)
+
+
+class RunDetail:
+    """A run with what its task left behind (its traceback, output, log lines and return value), as the
+    run's own GET and console page show it; the run's columns read through."""
+
+    def __init__(self, run: Run, left: RunOutput | None) -> None:
+        self.run = run
+        self.traceback = left.traceback if left is not None else None
+        self.output = left.output if left is not None else None
+        self.logs = left.logs if left is not None else None
+        self.result = left.result if left is not None else None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.run, name)
+
+
+def run_detail(schedule: ScheduledJob, run_id: str) -> RunDetail | None:
+    """One run of a schedule the caller owns (found with owned_schedule): two lookups by primary key."""
+    run = db.session.get(Run, run_id) if is_schedule_id(run_id) else None  # run ids are UUIDs too
+    if run is None or run.schedule_id != schedule.id:
+        return None
+    return RunDetail(run, db.session.get(RunOutput, run_id))
 
 
 def recent_runs(schedule_ids: list[str], per_schedule: int) -> dict[str, list[Run]]:

@@ -1,4 +1,4 @@
-"""`recur runs ...`: a schedule's runs and the runs outside its timing: list, trigger, backfill, backfills,
+"""`recur runs ...`: a schedule's runs and the runs outside its timing: list, show, trigger, backfill, backfills,
 cancel-backfill (list, trigger and backfill are also `recur schedules runs|trigger|backfill`)."""
 
 from __future__ import annotations
@@ -27,7 +27,29 @@ def runs() -> None:
 
 runs.add_command(schedules.runs, "list")
 runs.add_command(schedules.trigger, "trigger")
+# What a run's task left behind, each under its own heading, after the run's fields.
+LEFT_BEHIND = ("traceback", "output", "logs", "result")
 runs.add_command(schedules.backfill, "backfill")
+
+
+@runs.command("show")
+@click.argument("schedule_id")
+@click.argument("run_id")
+@json_option
+def show(schedule_id: str, run_id: str) -> None:
+    """One run: its fields, its error's traceback, the task's output (stdout and stderr), its log lines and
+    its return value."""
+    run = current().client.schedules.run(schedule_id, run_id)
+
+    def human() -> None:
+        output.fields(run, [k for k in run if k not in LEFT_BEHIND])
+        for name in LEFT_BEHIND:
+            text = run.get(name)
+            if text is not None:
+                click.echo(f"\n--- {name}")
+                click.echo(str(text).rstrip("\n"))
+
+    emit(run, human)
 
 
 @runs.command("backfills")

@@ -99,6 +99,7 @@ RUN_COLUMNS: list[output.Column] = [
     ("REPEAT", lambda r: r["repeat_number"]),
     ("RETRY", lambda r: r["retry_number"]),
     ("STATUS", lambda r: r["status"]),
+    ("ID", lambda r: r["id"]),  # for `recur runs show`
     ("TRIGGER", lambda r: r.get("trigger", "schedule")),
     ("SCHEDULED FOR", lambda r: r["scheduled_for"]),
     ("STARTED", lambda r: r["started_at"]),

@@ -255,6 +255,15 @@ class Run(TypedDict):
     backfill_id: str | None
 
 
+class RunDetail(Run):
+    """One run as its own GET answers it: with what its task left behind, each bounded (null: nothing)."""
+
+    traceback: str | None
+    output: str | None
+    logs: str | None
+    result: str | None
+
+
 class Triggered(TypedDict):
     run_id: str
     schedule_id: str

@@ -14,6 +14,7 @@ from recur_client.results import (
     Page,
     Preview,
     Run,
+    RunDetail,
     Schedule,
     ScheduleDescription,
     ScheduleDetail,
@@ -83,6 +84,10 @@ class Schedules:
         """One page of a schedule's runs, newest first."""
         query = {"limit": limit, "offset": offset, "cursor": cursor}
         return cast(Page[Run], self.transport.request("GET", f"/schedules/{schedule_id}/runs/", query=query))
+
+    def run(self, schedule_id: str, run_id: str) -> RunDetail:
+        """One run with its traceback, captured output, log lines and return value."""
+        return cast(RunDetail, self.transport.request("GET", f"/schedules/{schedule_id}/runs/{run_id}/"))
 
     def iterate_runs(self, schedule_id: str) -> Iterator[Run]:
         """Every run of a schedule, newest first, walked page by page by cursor."""

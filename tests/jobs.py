@@ -127,3 +127,21 @@ def pid_then_sleep(event: TaskEvent) -> None:
         fh.write(f"{event['retry_number']} {os.getpid()}\n")
     if event["retry_number"] == 0:
         time.sleep(payload.get("sleep", 30))
+
+
+@task("tests.noisy")
+def noisy(event: TaskEvent) -> object:
+    """Prints to stdout and stderr, logs a line, then raises (payload `raise`, the default) or returns
+    payload `result`; payload `lines` prints that many more lines of `width` characters first."""
+    import logging
+    import sys
+
+    payload = event["payload"] or {}
+    for n in range(payload.get("lines", 0)):
+        print(f"line {n} " + "x" * payload.get("width", 100))
+    print("printed to stdout")
+    print("printed to stderr", file=sys.stderr)
+    logging.getLogger("tests.noisy").warning("logged a warning")
+    if payload.get("raise", True):
+        raise ValueError("noisy task fails on purpose")
+    return payload.get("result")

@@ -35,6 +35,7 @@ RESULTS = {
     "Breaker": "BreakerOut", "Schedule": "ScheduleOut", "ScheduleDetail": "ScheduleDetailOut",
     "ScheduleDescription": "ScheduleDescribeOut", "ScheduleStats": "ScheduleStatsOut", "RunBrief": "RunBriefOut",
     "Preview": "PreviewOut", "PreviewTime": "PreviewTimeOut", "BatchDeleted": "BatchDeleteOut", "Run": "RunOut",
+    "RunDetail": "RunDetailOut",
     "Triggered": "TriggeredOut", "BackfillPlan": "BackfillPlanOut", "Backfill": "BackfillOut",
     "Webhook": "WebhookOut", "CreatedWebhook": "WebhookCreatedOut", "DeliveryAttempt": "DeliveryAttemptOut",
     "DeliveryAttemptPage": "DeliveryAttemptPage", "Delivery": "DeliveryOut", "Page": "SchedulePage",
@@ -148,6 +149,8 @@ def test_every_operation_of_the_api_through_the_client(stack: Stack, receiver: R
     wait_for(lambda: any(r["id"] == triggered["run_id"] and r["status"] == "succeeded"
                          for r in recur.schedules.iterate_runs(nightly["id"])), 30, what="the manual run")
     assert recur.schedules.runs(nightly["id"], limit=1)["items"][0]["trigger"] == "manual"
+    one = recur.schedules.run(nightly["id"], triggered["run_id"])
+    assert (one["status"], one["traceback"], one["output"]) == ("succeeded", None, None)
     plan = recur.schedules.plan_backfill(nightly["id"], "2026-11-01T00:00:00Z", "2026-11-08T00:00:00Z")
     assert plan["total"] == 7 and plan["dry_run"] is True
     slow = recur.workflows.create("slow", "builtin.sleep")

@@ -20,6 +20,7 @@ from app.api.schemas.runs import (
     BackfillPageIn,
     BackfillPlanOut,
     IdempotencyIn,
+    RunDetailOut,
     RunPage,
     RunPageIn,
     TriggeredOut,
@@ -28,7 +29,7 @@ from app.api.schemas.runs import (
 from app.auth.scope import caller
 from app.extensions import db
 from app.models import Backfill, RunTrigger
-from app.queries import Page, backfill_page, is_schedule_id, run_page
+from app.queries import Page, RunDetail, backfill_page, is_schedule_id, run_detail, run_page
 
 _PLAN = BackfillPlanOut()
 
@@ -48,6 +49,25 @@ class ScheduleRuns(MethodView):
         more), and `offset` goes at most 10,000 runs deep.
         """
         return run_page(schedule_or_404(schedule_id), query["limit"], query["offset"], query.get("cursor"))
+
+
+@api.route("/schedules/<schedule_id>/runs/<run_id>/", endpoint="schedule_run")
+class ScheduleRun(MethodView):
+    decorators = [known_schedule]
+
+    @api.response(200, RunDetailOut)
+    @api.errors(404)
+    def get(self, schedule_id: str, run_id: str) -> RunDetail:
+        """One run, with what its task left behind
+
+        The run's fields as the list gives them, and its error's traceback, the task's captured stdout and
+        stderr (`output`), its log lines (`logs`) and its return value (`result`), each kept within
+        RECUR_RUN_OUTPUT_BYTES as its head and tail; they go with the run when retention deletes it.
+        """
+        found = run_detail(schedule_or_404(schedule_id), run_id)
+        if found is None:
+            raise not_found("run", run_id)
+        return found
 
 
 @api.route("/schedules/<schedule_id>/trigger/", endpoint="schedule_trigger")

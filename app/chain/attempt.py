@@ -15,8 +15,10 @@ import threading
 from types import FrameType
 from typing import Any
 
+from flask import current_app, has_app_context
 from rq.timeouts import JobTimeoutException
 
+from app.chain.capture import DEFAULT_BYTES, Capture, Captured
 from app.models import RunStatus
 from app.tasks import TaskEvent, execution_log, get_task
 from app.tasks.context import bound
@@ -76,33 +78,52 @@ class TaskTimer:
             signal.setitimer(signal.ITIMER_REAL, max(outer_left - elapsed, 0.001), interval)
 
 
-def execute_task(task_name: str, event: TaskEvent, timeout_seconds: int) -> tuple[RunStatus, str | None]:
+# How an attempt ended: its status, its error in a line, and what the task left behind (None: nothing).
+Attempted = tuple[RunStatus, str | None, Captured | None]
+
+
+def output_limit() -> int:
+    """Bytes kept of each thing a task leaves behind (RECUR_RUN_OUTPUT_BYTES)."""
+    return int(current_app.config.get("RECUR_RUN_OUTPUT_BYTES", DEFAULT_BYTES)) if has_app_context() else DEFAULT_BYTES
+
+
+def execute_task(task_name: str, event: TaskEvent, timeout_seconds: int) -> Attempted:
     """Run one attempt under its timeout; every way a task can end becomes an outcome, never an exception.
 
     A task that ran into its timeout is timed out, even if it caught the exception and returned. Whatever
     else it raises, KeyboardInterrupt, SystemExit or any other BaseException included, fails the attempt
-    with that error; the worker goes on to its next job.
+    with that error; the worker goes on to its next job. What the body printed and logged, its traceback
+    and its return value come back with the outcome (app.chain.capture), to be written with it.
     """
     fn = get_task(task_name)
     if fn is None:
-        return RunStatus.FAILED, f"unknown task {task_name!r}"
+        return RunStatus.FAILED, f"unknown task {task_name!r}", None
     timer = TaskTimer(timeout_seconds)
+    capture = Capture(output_limit())
     error: str | None = None
+    failure: BaseException | None = None
+    result = None
     try:
         with timer:
             execution_log.record_start(event)  # a failure to write it fails the attempt before its body
-            with bound(event):  # recur.context() inside the body
-                fn(event)
-    except JobTimeoutException:  # RQ's own job timeout, the outer limit
-        return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s"
+            with bound(event), capture:  # recur.context() inside the body; its output and logs kept
+                result = fn(event)
+    except JobTimeoutException as exc:  # RQ's own job timeout, the outer limit
+        return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s", _left(capture.captured(exc))
     except BaseException as exc:  # a task's own failure, whatever it raised (TaskTimeout: see below)
         error = f"{type(exc).__name__}: {exc}"[:2000]
+        failure = exc
     if timer.expired:
-        return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s"
+        return RunStatus.TIMED_OUT, f"timed out after {timeout_seconds}s", _left(capture.captured(failure))
     if error is not None:
-        return RunStatus.FAILED, error
+        return RunStatus.FAILED, error, _left(capture.captured(failure))
     execution_log.record_success(event)
-    return RunStatus.SUCCEEDED, None
+    return RunStatus.SUCCEEDED, None, _left(capture.captured(result=result))
+
+
+def _left(captured: Captured) -> Captured | None:
+    """None when the task left nothing: most runs then write no row beside their outcome."""
+    return None if captured.empty() else captured
 
 
 class _ThreadTimer:

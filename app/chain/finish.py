@@ -12,13 +12,14 @@ from datetime import datetime
 from app import metrics, rawsql
 from app.auth import audit
 from app.chain import finish_events, gaps, invalid, outcome, rows
+from app.chain.capture import Captured
 from app.extensions import db
 from app.models import Run, RunStatus, RunTrigger, ScheduledJob, ScheduleStatus
 from app.policies import Gap
 
 
 def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
-               schedule_id: str | None = None) -> ScheduledJob | None:
+               schedule_id: str | None = None, captured: Captured | None = None) -> ScheduledJob | None:
     """Record the outcome of a claimed run and advance the schedule by the success/retry/skip rules.
 
     Compare-and-set on the run: only the first to finish a run (the link itself, the worker that saw
@@ -26,7 +27,8 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
     Returns the schedule as committed, detached from the session (a snapshot to hand off from).
     A caller that knows the run's schedule passes `schedule_id`: the run's UPDATE, the schedule's locked
     read (with its workflow's breaker setting) then go in one round trip (pipelined, on PostgreSQL), in the
-    same order as one after another (the run's row, then the schedule's).
+    same order as one after another (the run's row, then the schedule's). What the task left behind
+    (`captured`) is written in the same transaction, by the finish that wins the compare-and-set only.
     """
     rows.end_session_transaction()
     with rawsql.transaction(db.engine, pipelined=True) as tx:  # commits at the end, rolls back on an exception
@@ -40,6 +42,8 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
             tx.rollback()
             return None
         schedule_id, nominal, _started, trigger = finished
+        if captured is not None:
+            tx.send(rows.RECORD_OUTPUT, {"p_run_id": run_id, **{f"p_{k}": v for k, v in captured.as_dict().items()}})
         tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, finished[2], now))
         if loaded is None or schedule_id != known:
             loaded = tx.send(rows.LOAD_SCHEDULE, {"p_id": schedule_id})

@@ -23,7 +23,8 @@ from typing import Any
 from flask import current_app, has_app_context
 
 from app import clock
-from app.chain.attempt import execute_task
+from app.chain.attempt import Attempted, execute_task
+from app.chain.capture import Captured
 from app.extensions import db, get_redis
 from app.models import RunStatus
 
@@ -63,8 +64,8 @@ def _serve(conn: Connection) -> None:
         if message is None:
             return
         task, event, timeout = message
-        status, error = execute_task(task, event, timeout)
-        conn.send((status.value, error))
+        status, error, captured = execute_task(task, event, timeout)
+        conn.send((status.value, error, captured.as_dict() if captured is not None else None))
 
 
 class WorkProcess:
@@ -96,8 +97,9 @@ class WorkProcess:
         self.pid, self._conn, self._tasks = pid, parent, 0
         log.info("work process %s started", pid)
 
-    def run(self, task: str, event: Any, timeout: int, deadline: float) -> tuple[RunStatus, str | None]:
-        """Run one task in the work process; every way it can end becomes an outcome."""
+    def run(self, task: str, event: Any, timeout: int, deadline: float) -> Attempted:
+        """Run one task in the work process; every way it can end becomes an outcome (with what the task
+        left behind when it reported one)."""
         if self.pid is None:
             self._start()
         assert self._conn is not None and self.pid is not None
@@ -108,22 +110,22 @@ class WorkProcess:
             while True:
                 if self._conn.poll(POLL_SECONDS):
                     try:
-                        status, error = self._conn.recv()
+                        status, error, left = self._conn.recv()
                     except (EOFError, OSError):
-                        return RunStatus.FAILED, self._reap("work process died")
+                        return RunStatus.FAILED, self._reap("work process died"), None
                     self._tasks += 1
                     self._recycle_if_due()
-                    return RunStatus(status), error
+                    return RunStatus(status), error, Captured.of(left)
                 if clock.monotonic() >= deadline:
                     self._kill()
                     return (RunStatus.TIMED_OUT, f"timed out after {timeout}s; the task did not stop, so its work "
-                                                 "process was killed")
+                                                 "process was killed", None)
                 if limit is not None:
                     rss = rss_bytes(self.pid)
                     if rss is not None and rss > limit * 1024 * 1024:
                         self._kill()
                         return RunStatus.FAILED, (f"work process used {rss // (1024 * 1024)} MB, over the limit of "
-                                                  f"{limit} MB (--max-memory-mb); it was killed")
+                                                  f"{limit} MB (--max-memory-mb); it was killed"), None
         finally:
             self.busy = False
 

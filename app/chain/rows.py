@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app import rawsql
 from app.extensions import db
-from app.models import Run, RunStatus, RunTrigger, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
+from app.models import Run, RunOutput, RunStatus, RunTrigger, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
 
 SCHEDULES = ScheduledJob.__table__
 RUNS = Run.__table__
@@ -90,6 +90,11 @@ FINISH_RUN = rawsql.Statement(
             error=bindparam("p_error"))
     .returning(RUNS.c.schedule_id, RUNS.c.scheduled_for, RUNS.c.started_at, RUNS.c.trigger)
 )
+# What the task left behind, beside the run it finished (only when it left something).
+RECORD_OUTPUT = rawsql.Statement(insert(RunOutput.__table__).values(
+    run_id=bindparam("p_run_id"), traceback=bindparam("p_traceback"), output=bindparam("p_output"),
+    logs=bindparam("p_logs"), result=bindparam("p_result"),
+))
 # The locked read of a schedule brings its workflow's breaker setting along (the last column): whether a
 # finish's outcome counts for a breaker costs no statement of its own. The row lock is the schedule's alone.
 LOAD_SCHEDULE = rawsql.Statement(

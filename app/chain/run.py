@@ -20,7 +20,8 @@ from redis.client import Pipeline
 from app import clock, logs, rawsql
 from app.chain import claim as claims
 from app.chain import concurrency, running
-from app.chain.attempt import execute_task
+from app.chain.attempt import Attempted, execute_task
+from app.chain.capture import Captured
 from app.chain.finish import finish_run
 from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
@@ -144,17 +145,18 @@ def _wait_until(scheduled_for: datetime, early: float, name: str) -> datetime:
     return max(clock.utcnow(), scheduled_for)
 
 
-def execute(prepared: Prepared) -> tuple[RunStatus, str | None]:
+def execute(prepared: Prepared) -> Attempted:
     return execute_task(prepared.claim.task, prepared.event, prepared.claim.timeout_seconds)
 
 
-def complete(prepared: Prepared, status: RunStatus, error: str | None,
+def complete(prepared: Prepared, status: RunStatus, error: str | None, captured: Captured | None = None,
              along: Callable[[Pipeline], object] | None = None) -> str:
-    """Record the outcome and commit, then in one round trip release the lease and hand off the successor
-    (each is one atomic script; they need not be atomic together, so no MULTI/EXEC around them). `along`
-    adds the caller's own writes to that round trip (the worker's return to idle)."""
+    """Record the outcome (with what the task left behind, in the same transaction) and commit, then in one
+    round trip release the lease and hand off the successor (each is one atomic script; they need not be
+    atomic together, so no MULTI/EXEC around them). `along` adds the caller's own writes to that round trip
+    (the worker's return to idle)."""
     with prepared.lease:  # released even if recording fails past the deadline (then the run is written off)
-        schedule = _record_outcome(prepared, status, error)
+        schedule = _record_outcome(prepared, status, error, captured)
         with get_redis().pipeline(transaction=False) as pipe:
             prepared.lease.release(pipe)
             if schedule is not None:
@@ -169,7 +171,8 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None,
     return status.value
 
 
-def _record_outcome(prepared: Prepared, status: RunStatus, error: str | None) -> ScheduledJob | None:
+def _record_outcome(prepared: Prepared, status: RunStatus, error: str | None,
+                    captured: Captured | None) -> ScheduledJob | None:
     """Commit the run's outcome, retrying while the database is away (a restart, a failover, a stall) with
     the lease still held and renewed, until the run's deadline: a task that succeeded is never recorded
     as failed, nor run again, because the database blinked as it ended (DESIGN 15). Past the deadline
@@ -181,7 +184,8 @@ def _record_outcome(prepared: Prepared, status: RunStatus, error: str | None) ->
     wait = FINISH_RETRY_FIRST_SECONDS
     while True:
         try:
-            return finish_run(prepared.claim.run_id, status, error, finished_at, prepared.claim.schedule_id)
+            return finish_run(prepared.claim.run_id, status, error, finished_at, prepared.claim.schedule_id,
+                              captured)
         except Exception as exc:
             if not rawsql.unavailable(exc, db.engine) or clock.monotonic() + wait >= prepared.deadline:
                 raise

@@ -22,6 +22,7 @@ from rq.worker.base import WorkerStatus
 
 from app import clock
 from app.chain import horse
+from app.chain.attempt import Attempted
 from app.chain.finish import write_off
 from app.chain.handoff import hand_off
 from app.chain.ids import parse_link_id
@@ -322,7 +323,7 @@ class RecurPoolWorker(RecurWorker):
             self.perform_job(job, queue, execution)  # RQ's registries and result, here; the task over there
         self.set_state(WorkerStatus.IDLE)
 
-    def _run_in_work_process(self, prepared: Prepared) -> tuple[Any, str | None]:
+    def _run_in_work_process(self, prepared: Prepared) -> Attempted:
         return self.work_process.run(prepared.claim.task, dict(prepared.event), prepared.claim.timeout_seconds,
                                      prepared.deadline)
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from flask import Flask
 
-from app.console import session, workflow_pages  # noqa: F401  (registers its routes)
+from app.console import runs, session, times, workflow_pages  # noqa: F401  (runs, workflow_pages: their routes)
 from app.console.views import console
 
 
 def init_app(app: Flask) -> None:
     session.init_app(app)
+    times.init_app(app)
     app.register_blueprint(console)

@@ -1,12 +1,14 @@
 """A timeline of recent runs as an SVG drawn on the server: lateness (start minus nominal time) above,
-duration below, one column per run coloured by its outcome. Readable without JavaScript; each mark has a
-<title> with its figures."""
+duration below, one column per run coloured by its outcome, and a time axis under them (the nominal times
+of a few columns, in the page's zone). Readable without JavaScript; each mark has a <title> with its
+figures."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from html import escape
+from zoneinfo import ZoneInfo
 
 from markupsafe import Markup
 
@@ -30,10 +32,27 @@ def seconds_text(value: float) -> str:
     return f"{value / 60:.1f} min"
 
 
-def timeline(points: list[Point], width: int = 720, panel: int = 90) -> Markup:
-    """Two panels (lateness, duration), oldest run on the left."""
+AXIS_LABELS = 5  # at most this many times under the chart
+
+
+def axis_labels(nominals: list[datetime], zone: str = "UTC") -> list[tuple[int, str]]:
+    """(column, text) of the time axis: the first and last runs and evenly spaced ones between, in `zone`,
+    as precise as the span they cover needs (seconds within ten minutes, the date past a day)."""
+    if not nominals:
+        return []
+    tz = UTC if zone == "UTC" else ZoneInfo(zone)
+    local = [n.astimezone(tz) for n in nominals]
+    span = (nominals[-1] - nominals[0]).total_seconds()
+    shape = "%H:%M:%S" if span < 600 else "%H:%M" if local[0].date() == local[-1].date() else "%m-%d %H:%M"
+    count = min(AXIS_LABELS, len(nominals))
+    columns = sorted({round(i * (len(nominals) - 1) / max(count - 1, 1)) for i in range(count)})
+    return [(c, local[c].strftime(shape)) for c in columns]
+
+
+def timeline(points: list[Point], width: int = 720, panel: int = 90, zone: str = "UTC") -> Markup:
+    """Two panels (lateness, duration), oldest run on the left, over a time axis in `zone`."""
     left, gap, top = 64, 26, 18
-    height = top + panel + gap + panel + 20
+    height = top + panel + gap + panel + 36
     if not points:
         return Markup(f'<svg class="chart" viewBox="0 0 {width} 60" role="img" aria-label="no runs yet">'
                       '<text x="10" y="35">No runs yet.</text></svg>')
@@ -54,5 +73,13 @@ def timeline(points: list[Point], width: int = 720, panel: int = 90) -> Markup:
                      f"{title} {seconds_text(value) if title == 'lateness' or point.duration is not None else '-'}")
             parts.append(f'<rect x="{x:.1f}" y="{y0 + panel - h:.1f}" width="{bar:.1f}" height="{h:.1f}" '
                          f'fill="{COLOURS.get(point.status, "#455a64")}"><title>{escape(label)}</title></rect>')
+    axis = top + panel + gap + panel
+    parts.append(f'<text class="axis" x="4" y="{axis + 26}">{escape(zone)}</text>')
+    for column, text in axis_labels([p.nominal for p in points], zone):
+        x = left + column * step + step / 2
+        anchor = "start" if column == 0 and len(points) > 1 else "end" if column == len(points) - 1 else "middle"
+        parts.append(f'<line x1="{x:.1f}" y1="{axis}" x2="{x:.1f}" y2="{axis + 4}" class="base"/>')
+        parts.append(f'<text class="axis tick" x="{x:.1f}" y="{axis + 16}" text-anchor="{anchor}">'
+                     f'{escape(text)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -109,8 +109,8 @@ def _execute(schedule_id: str, run_id: str, nominal: datetime, trigger: str, bac
             "payload": started.payload if started.payload is not None else {},
             "idempotency_key": f"{schedule_id}:{trigger}:{run_id}",
         }
-        status, error = execute_task(started.task, event, started.timeout_seconds)
-        finish_run(run_id, status, error, clock.utcnow())
+        status, error, captured = execute_task(started.task, event, started.timeout_seconds)
+        finish_run(run_id, status, error, clock.utcnow(), captured=captured)
     running.unlist(run_id)
     if backfill_id:
         continue_backfill(backfill_id, run_id, clock.utcnow())

@@ -44,6 +44,20 @@ class RunOut(Schema):
     backfill_id = out(fields.String(allow_none=True))
 
 
+class RunDetailOut(RunOut):
+    """One run with what its task left behind, each kept within RECUR_RUN_OUTPUT_BYTES as its head and tail
+    (null when there was nothing). Lists leave these out."""
+
+    traceback = out(fields.String(allow_none=True, metadata={
+        "description": "The traceback of what the task raised (failed, timed_out)."}))
+    output = out(fields.String(allow_none=True, metadata={
+        "description": "What the task wrote to stdout and stderr, in the order written."}))
+    logs = out(fields.String(allow_none=True, metadata={
+        "description": "The log lines the task emitted (Python logging, at the worker's level), one a line."}))
+    result = out(fields.String(allow_none=True, metadata={
+        "description": "The task's return value as JSON text if it serialises, else its repr; null for None."}))
+
+
 class RunPageIn(PageIn):
     cursor = Cursor(RUNS)
 

@@ -1,5 +1,6 @@
-// The console's little JavaScript: instants in the viewer's own zone, the timing field of the chosen kind,
-// and the live preview of a timing through the API's preview (the page works without any of it).
+// The console's little JavaScript: instants in the viewer's own zone, pages that refresh themselves, the
+// timing field of the chosen kind, and the live preview of a timing through the API's preview (the page
+// works without any of it).
 (function () {
   "use strict";
   var csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
@@ -8,6 +9,31 @@
     var instant = new Date(node.getAttribute("datetime"));
     if (!isNaN(instant)) { node.textContent = instant.toLocaleString() + " (your time)"; }
   });
+
+  // Regions marked data-refresh (each with an id) are brought up to date every few seconds from the same
+  // page fetched again, while the tab is visible; a region being worked in (focus, a ticked box) waits.
+  var regions = Array.prototype.slice.call(document.querySelectorAll("[data-refresh][id]"));
+  function busy(node) {
+    return node.contains(document.activeElement) && document.activeElement !== document.body ||
+      node.querySelector("input:checked, details[open]") !== null;
+  }
+  function refreshRegions() {
+    if (document.hidden) { return; }
+    fetch(window.location.href, { credentials: "same-origin", headers: { "X-Recur-Refresh": "1" } })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (html) {
+        if (!html) { return; }
+        var fresh = new DOMParser().parseFromString(html, "text/html");
+        regions.forEach(function (node) {
+          var now = fresh.getElementById(node.id);
+          if (now && !busy(node) && now.innerHTML !== node.innerHTML) { node.innerHTML = now.innerHTML; }
+        });
+      }).catch(function () { /* the next round tries again */ });
+  }
+  if (regions.length) {
+    var seconds = Number(document.body.getAttribute("data-refresh-seconds")) || 5;
+    window.setInterval(refreshRegions, seconds * 1000);
+  }
 
   var form = document.getElementById("schedule-form");
   if (!form) { return; }
