@@ -14,6 +14,7 @@ from sqlalchemy.types import TypeDecorator
 from app import cursors, schedules
 from app.auth.models import ApiToken, Owner, OwnerEvent, ScheduleEvent
 from app.auth.scope import get_owned, scoped
+from app.calendars.models import Calendar
 from app.chain import planning
 from app.extensions import db
 from app.models import Backfill, Run, RunOutput, ScheduledJob, Workflow
@@ -91,6 +92,7 @@ DELIVERY_ATTEMPTS = Order((DeliveryAttempt.id,))
 OWNERS = Order((Owner.id,), descending=False)
 TOKENS = Order((ApiToken.id,), descending=False)
 WEBHOOKS = Order((Webhook.id,), descending=False)
+CALENDARS = Order((Calendar.id,), descending=False)
 
 
 def capped_count(statement: Select[Any], order: Order) -> tuple[int, bool]:

@@ -10,6 +10,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app import timing
 from app.auth import audit, quotas
+from app.calendars.models import Calendar
 from app.chain import planning
 from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw
 from app.clock import ceil_second
@@ -21,7 +22,8 @@ from app.policies import CatchUpPolicy, OverlapPolicy
 # Request fields that set the timing columns, and the columns they set.
 _KINDS = ("interval_seconds", "every", "cron", "rrule", "at", "after_seconds")
 _KIND_COLUMNS = ("interval_seconds", "cron", "rrule", "at")
-_CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between", "not_on", "jitter_seconds")
+_CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between", "not_on", "jitter_seconds",
+                       "calendar_id", "on_calendar")
 _PLAIN_COLUMNS = (
     "name", "key", "description", "workflow_id", "owner_id", "trigger_node_id", "total_repeats", "max_retries",
     "timeout_seconds", "trigger_payload", "on_exhausted", "catch_up", "catch_up_window_seconds", "catch_up_limit",
@@ -101,6 +103,7 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
     # The transaction starts here (on SQLite it takes the write lock): checks that need no database
     # come first, so the lock is held for the workflow lookup, the insert and the commit only.
     schedule.queue = _require_workflow(data["workflow_id"], schedule.owner_id).queue  # its links' queue
+    require_calendar(schedule.calendar_id, schedule.owner_id)
     _require_free_key(schedule.owner_id, schedule.key, None)
     quotas.require_room(schedule.owner_id, "schedules", now)  # QuotaExceeded: the API and the console answer it
     db.session.add(schedule)
@@ -120,6 +123,7 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
         moved, schedule.queue = queue != schedule.queue, queue
     if data.get("key") is not None and data["key"] != schedule.key:
         _require_free_key(schedule.owner_id, data["key"], schedule.id)
+    require_calendar(data.get("calendar_id"), schedule.owner_id)
     audit.record(schedule.id, schedule.owner_id, "update", now,
                  {key: audit.jsonable(value) for key, value in data.items()})
     columns = timing_columns(data, now)
@@ -239,6 +243,7 @@ def remove(schedule_ids: list[str], now: datetime) -> list[str]:
 
 def preview(data: dict[str, Any], now: datetime, count: int) -> tuple[timing.Spec, list[datetime]]:
     """What a timing body means, as if the schedule were created now: its spec and next nominal times."""
+    require_calendar(data.get("calendar_id"), data.get("owner_id"))
     draft = ScheduledJob(**timing_columns(data, now))
     _defaults(draft)
     if draft.anchor_at is None:
@@ -307,6 +312,33 @@ def _require_workflow(workflow_id: int, owner_id: int) -> Workflow:
     if workflow is None or workflow.owner_id != owner_id:
         raise Invalid({"workflow_id": [f"workflow {workflow_id} does not exist"]})
     return workflow
+
+
+def require_calendar(calendar_id: int | None, owner_id: int | None) -> None:
+    """A schedule uses a calendar of its own owner; another owner's calendar is, to it, no calendar."""
+    if calendar_id is None:
+        return
+    calendar = db.session.get(Calendar, calendar_id)
+    if calendar is None or calendar.owner_id != owner_id:
+        raise Invalid({"calendar_id": [f"calendar {calendar_id} does not exist"]})
+
+
+def replan_for_calendar(schedule: ScheduledJob, now: datetime, changes: dict[str, Any]) -> bool:
+    """Re-plan a schedule whose calendar's days changed, as a timing PATCH does (in the caller's transaction,
+    with an audit event "calendar_changed" carrying `changes`; the caller hands off after the commit): True
+    when it was re-planned. One whose timing has no run after now any more keeps its plan (False)."""
+    if schedule.status != ScheduleStatus.ACTIVE.value:
+        return False
+    first = planning.first_nominal(schedule, now)
+    if first is None:
+        return False
+    audit.record(schedule.id, schedule.owner_id, "calendar_changed", now, changes)
+    schedule.revision += 1
+    if schedule.running_run_id is None:
+        _start_new_tick(schedule)
+    schedule.next_run_at = first
+    schedule.updated_at = now
+    return True
 
 
 def _require_free_key(owner_id: int, key: str | None, other_than: str | None) -> None:

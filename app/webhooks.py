@@ -45,6 +45,23 @@ def create(owner_id: int, data: dict[str, Any], now: datetime) -> Webhook:
     return webhook
 
 
+def update(webhook: Webhook, data: dict[str, Any]) -> Webhook:
+    """Change the webhook's URL or event types (committed); its secret and delivery log stay. Refused when a
+    new URL reaches an internal address, as at create. Each attempt reads the webhook as it is then: a queued
+    delivery goes to the new URL, and one of a type no longer subscribed to is dropped."""
+    if "url" in data:
+        try:
+            guard.resolve(data["url"], guard.allowed_hosts(current_app.config["RECUR_WEBHOOK_ALLOW_HOSTS"]))
+        except guard.Refused as exc:
+            raise Refused({"url": [str(exc)]}) from exc
+        webhook.url = data["url"]
+    if "event_types" in data:
+        webhook.event_types = sorted(set(data["event_types"]))
+    db.session.commit()
+    outbox.forget(webhook.owner_id)
+    return webhook
+
+
 def remove(webhook: Webhook) -> None:
     """The webhook, its deliveries and their attempts: nothing more is sent to it."""
     owner_id = webhook.owner_id

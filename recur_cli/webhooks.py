@@ -1,4 +1,4 @@
-"""`recur webhooks ...`: create (the secret shown once), list, show, delete, deliveries, redeliver."""
+"""`recur webhooks ...`: create (the secret shown once), list, show, edit, delete, deliveries, redeliver."""
 
 from __future__ import annotations
 
@@ -67,6 +67,21 @@ def show(webhook_id: int) -> None:
     """One webhook (its secret is never shown again)."""
     webhook = current().client.webhooks.get(webhook_id)
     emit(webhook, lambda: output.fields(webhook))
+
+
+@webhooks.command("edit")
+@click.argument("webhook_id", type=int)
+@click.option("--url", help="A new URL to send to.")
+@click.option("--event", "events", multiple=True,
+              help="The event types to send from now on (repeatable): they replace the webhook's.")
+@json_option
+def edit(webhook_id: int, url: str | None, events: tuple[str, ...]) -> None:
+    """Change a webhook's URL or event types; its secret stays, so receivers need nothing new."""
+    if url is None and not events:
+        raise click.UsageError("give --url or --event")
+    webhook = current().client.webhooks.update(webhook_id, url=url, event_types=list(events) or None)
+    emit(webhook, lambda: click.echo(f"changed webhook {webhook_id}: {webhook['url']} for "
+                                     f"{', '.join(webhook['event_types'])}"))
 
 
 @webhooks.command("delete")

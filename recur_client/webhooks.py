@@ -34,6 +34,16 @@ class Webhooks:
             body["secret"] = secret
         return cast(CreatedWebhook, self.transport.request("POST", "/webhooks/", body))
 
+    def update(self, webhook_id: int, *, url: str | None = None,
+               event_types: Sequence[str] | None = None) -> Webhook:
+        """Change the webhook's URL or event types (PATCH); its secret and delivery log stay."""
+        body: dict[str, Any] = {}
+        if url is not None:
+            body["url"] = url
+        if event_types is not None:
+            body["event_types"] = list(event_types)
+        return cast(Webhook, self.transport.request("PATCH", f"/webhooks/{webhook_id}/", body))
+
     def delete(self, webhook_id: int) -> None:
         self.transport.request("DELETE", f"/webhooks/{webhook_id}/")
 

@@ -157,6 +157,9 @@ def test_webhooks_tokens_owners_events_runs_and_breaker_through_the_cli(stack, r
     again = run("webhooks", "redeliver", hook_id, delivery_id).out
     assert again.startswith(f"delivery {delivery_id} pending; next attempt ")
     wait_for(lambda: len(receiver.events()) == 2, 30, what="the redelivery")
+    edited = run("webhooks", "edit", hook_id, "--event", "schedule.paused", "--event", "run.failed").out
+    assert edited == f"changed webhook {hook_id}: {receiver.url} for run.failed, schedule.paused\n"
+    assert run("webhooks", "edit", hook_id, ok=False).code == 2
     assert run("webhooks", "delete", hook_id).out == f"deleted webhook {hook_id}\n"
 
     events = run("events", "schedule", schedule["id"]).out.splitlines()

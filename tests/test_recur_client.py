@@ -180,6 +180,8 @@ def test_every_operation_of_the_api_through_the_client(stack: Stack, receiver: R
              what="the redelivery")
     redelivered = [a for a in recur.webhooks.iterate_deliveries(hook["id"]) if a["requested_by"]]
     assert [a["delivery_id"] for a in redelivered] == [attempt["delivery_id"]]
+    edited = recur.webhooks.update(hook["id"], event_types=["schedule.paused", "run.failed"])
+    assert edited["event_types"] == ["run.failed", "schedule.paused"] and edited["url"] == receiver.url
     recur.webhooks.delete(hook["id"])
     with pytest.raises(NotFound):
         recur.webhooks.get(hook["id"])

@@ -117,7 +117,7 @@ class SchedulePreview(MethodView):
         """Describe a timing and list its next nominal times"""
         count = data.pop("count")
         try:
-            spec, times = schedules.preview(data, clock.utcnow(), count)
+            spec, times = schedules.preview({**data, "owner_id": caller().id}, clock.utcnow(), count)
         except schedules.Invalid as exc:
             raise ApiError(422, "validation_error", "The request body is invalid.", exc.errors) from exc
         return {"description": spec.describe(), "timezone": spec.tz.key,

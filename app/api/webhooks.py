@@ -16,6 +16,7 @@ from app.api.schemas.webhooks import (
     DeliveryAttemptPageIn,
     DeliveryOut,
     WebhookCreatedOut,
+    WebhookEditIn,
     WebhookIn,
     WebhookOut,
     WebhookPage,
@@ -65,6 +66,21 @@ class WebhookItem(MethodView):
     def get(self, webhook_id: int) -> Webhook:
         """Get a webhook"""
         return webhook_or_404(webhook_id)
+
+    @api.arguments(WebhookEditIn(partial=True))
+    @api.response(200, WebhookOut)
+    @api.errors(404)
+    def patch(self, data: dict[str, Any], webhook_id: int) -> Webhook:
+        """Edit a webhook: its URL or event types
+
+        Its secret and delivery log stay. A new URL is checked as at create (422 naming `url`). Each attempt
+        reads the webhook as it is then: a pending delivery goes to the new URL, and one of an event type no
+        longer subscribed to is dropped.
+        """
+        try:
+            return webhooks.update(webhook_or_404(webhook_id), data)
+        except webhooks.Refused as exc:
+            raise validation_error(exc.errors) from exc
 
     @api.response(204)
     @api.errors(404)

@@ -6,9 +6,10 @@ import threading
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, UniqueConstraint, bindparam, select
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app import rawsql
 from app.extensions import db
 from app.models import UTCDateTime
 
@@ -35,12 +36,15 @@ class Calendar(db.Model):  # type: ignore[name-defined,misc]
     dates: Mapped[Any] = mapped_column(JSON)  # listed by hand: "YYYY-MM-DD" or "YYYY-MM-DD/YYYY-MM-DD"
     removed: Mapped[Any] = mapped_column(JSON)  # taken out again, same forms
     days: Mapped[Any] = mapped_column(JSON)  # the expansion: {"YYYY-MM-DD": name}
-    # Bumped by every edit: the planning cache's key for `days`.
+    # A new random number at every edit (never a rolled-back edit's number again, as a counter could be): with
+    # the id, the planning cache's key for `days` (calendar_days).
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+_READ = rawsql.Statement(select(Calendar.__table__.c.version, Calendar.__table__.c.days)
+                         .where(Calendar.__table__.c.id == bindparam("p_id")))
 _days_cache: dict[tuple[int, int], frozenset[date]] = {}
 _days_lock = threading.Lock()
 _DAYS_CACHED = 512
@@ -49,16 +53,33 @@ _DAYS_CACHED = 512
 def calendar_days(calendar_id: int) -> frozenset[date] | None:
     """The dates of a calendar, the same frozenset object while its version stands (so a spec built from it
     hashes it once); None when there is no such calendar."""
-    calendar = db.session.get(Calendar, calendar_id)
-    if calendar is None:
+    found = _read(calendar_id)
+    if found is None:
         return None
-    key = (calendar.id, calendar.version)
+    key = (calendar_id, found[0])
     with _days_lock:
-        found = _days_cache.get(key)
-    if found is not None:
-        return found
-    days = frozenset(date.fromisoformat(day) for day in calendar.days or {})
+        cached = _days_cache.get(key)
+    if cached is not None:
+        return cached
+    days = frozenset(date.fromisoformat(day) for day in found[1] or {})
     with _days_lock:
         if len(_days_cache) >= _DAYS_CACHED:
             _days_cache.clear()
         return _days_cache.setdefault(key, days)
+
+
+def _read(calendar_id: int) -> tuple[int, Any] | None:
+    """(version, days) of a calendar. Inside a session's transaction (an edit re-planning its schedules) the
+    transaction's own row; otherwise a plain read on a connection of its own that opens no transaction, so it
+    never waits on the write lock a link's transaction holds on SQLite (which plans its successor meanwhile)."""
+    if db.session().in_transaction():
+        calendar = db.session.get(Calendar, calendar_id)
+        return None if calendar is None else (calendar.version, calendar.days)
+    connection = db.engine.raw_connection()
+    try:
+        tx = rawsql.Transaction(connection, db.engine.dialect)
+        row = tx.first(_READ, {"p_id": calendar_id})
+        tx.rollback()  # PostgreSQL's driver began a transaction for the read: end it
+    finally:
+        connection.close()
+    return None if row is None else (row[0], row[1])

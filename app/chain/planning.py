@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 from app import timing
+from app.calendars.models import calendar_days
 from app.chain.redis_links import LinkPlan
 from app.clock import ceil_second
 from app.models import ScheduledJob
@@ -15,6 +16,11 @@ from app.models import ScheduledJob
 def spec_of(schedule: ScheduledJob) -> timing.Spec:
     # anchor_explicit: without anchor_date an rrule's DTSTART is the creation instant, never itself a run
     fields = {**schedule.timing_fields(), "anchor_explicit": bool(schedule.anchor_explicit)}
+    if schedule.calendar_id is not None:  # its calendar's days, the same frozenset while the calendar stands
+        days = calendar_days(schedule.calendar_id)
+        if days is None:
+            raise timing.TimingError("calendar_id", f"calendar {schedule.calendar_id} does not exist")
+        fields.update(calendar_days=days, on_calendar=schedule.on_calendar)
     key = tuple((name, tuple(v) if isinstance(v, list) else v) for name, v in fields.items())
     try:
         return _cached_spec(key)

@@ -79,6 +79,11 @@ class TimingIn(Schema):
                                                         {"type": "string", "enum": list(WEEKDAYS)}]}),
                          allow_none=True, validate=validate.Length(max=14), metadata={"example": ["sat", "sun"]})
     jitter_seconds = whole(0, timing.MAX_JITTER_SECONDS)
+    calendar_id = whole(1, INT_MAX, allow_none=True, metadata={
+        "description": "a calendar of yours (GET /calendars/) whose days the ticks skip or shift off; null: none"})
+    on_calendar = fields.String(allow_none=True, validate=validate.OneOf(timing.ON_CALENDAR), metadata={
+        "description": "a tick on a calendar day: skip (default), or shift_next / shift_previous to the same "
+                       "wall-clock time on the next / previous day neither in the calendar nor in not_on"})
 
     @validates_schema
     def _window(self, data: dict[str, Any], **_: Any) -> None:
@@ -186,6 +191,8 @@ class ScheduleOut(Schema):
     only_between = out(fields.String(allow_none=True))
     not_on = out(fields.List(fields.Raw(), allow_none=True))
     jitter_seconds = out(fields.Integer(allow_none=True))
+    calendar_id = out(fields.Integer(allow_none=True))
+    on_calendar = out(fields.String(allow_none=True))
     total_repeats = out(fields.Integer())
     max_retries = out(fields.Integer())
     timeout_seconds = out(fields.Integer(allow_none=True))

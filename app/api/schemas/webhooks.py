@@ -31,6 +31,14 @@ class WebhookIn(Schema):
                                      "example": "whsec_cmVjdXItZXhhbXBsZS1zZWNyZXQtMjRi"})
 
 
+class WebhookEditIn(WebhookIn):
+    """PATCH body (loaded partial): a new URL or event types. The secret stays; a new one is a new webhook."""
+
+    class Meta:
+        unknown = RAISE
+        exclude = ("secret",)
+
+
 class WebhookOut(Schema):
     id = out(fields.Integer())
     owner_id = out(fields.Integer())
