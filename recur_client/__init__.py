@@ -25,13 +25,23 @@ from recur_client.errors import (
     Unreachable,
     ValidationFailed,
 )
-from recur_client.fields import QuotaFields, ScheduleFields, TimingFields, WorkflowFields, WorkflowPolicies
+from recur_client.fields import (
+    CalendarFields,
+    QuotaFields,
+    ScheduleFields,
+    TimingFields,
+    WorkflowFields,
+    WorkflowPolicies,
+)
 from recur_client.results import (
     Backfill,
     BackfillPlan,
     BatchDeleted,
     Breaker,
     BreakerTransition,
+    Calendar,
+    CalendarDay,
+    CalendarDays,
     CreatedOwner,
     CreatedToken,
     CreatedWebhook,
@@ -63,7 +73,8 @@ from recur_client.results import (
 
 __all__ = [
     "DEFAULT_URL", "ApiError", "Backfill", "BackfillPlan", "BadRequest", "BatchDeleted", "Breaker",
-    "BreakerTransition", "Client", "Conflict", "CreatedOwner", "CreatedToken", "CreatedWebhook", "Delivery",
+    "BreakerTransition", "Calendar", "CalendarDay", "CalendarDays", "CalendarFields",
+    "Client", "Conflict", "CreatedOwner", "CreatedToken", "CreatedWebhook", "Delivery",
     "DeliveryAttempt", "DeliveryAttemptPage", "Forbidden", "Health", "NotFound", "Owner", "OwnerEvent", "Page",
     "Preview", "PreviewTime", "Quota", "QuotaFields", "Quotas", "Run", "RunBrief", "RunDetail", "Schedule",
     "ScheduleDescription", "ScheduleDetail", "ScheduleEvent", "ScheduleFields", "ScheduleStats", "Task",

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from recur_client.accounts import Owners, Tokens
+from recur_client.calendars import Calendars
 from recur_client.pages import WALK_PAGE, walk
 from recur_client.results import Health, Owner, Page, Task
 from recur_client.schedules import Schedules
@@ -31,6 +32,7 @@ class Client:
         self.webhooks = Webhooks(self.transport)
         self.tokens = Tokens(self.transport)
         self.owners = Owners(self.transport)
+        self.calendars = Calendars(self.transport)
 
     @classmethod
     def from_env(cls, timeout: float = 30.0) -> Client:

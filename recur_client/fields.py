@@ -26,6 +26,8 @@ class TimingFields(TypedDict, total=False):
     only_between: str | None
     not_on: list[str]
     jitter_seconds: int
+    calendar_id: int | None
+    on_calendar: str | None
 
 
 class ScheduleFields(TimingFields, total=False):
@@ -73,3 +75,16 @@ class QuotaFields(TypedDict, total=False):
     schedules: int | None
     webhooks: int | None
     tokens: int | None
+
+
+class CalendarFields(TypedDict, total=False):
+    """Every field of a calendar a client may set: its days are the country's (and subdivision's) public
+    holidays of first_year..last_year, plus `dates`, minus `removed` ("YYYY-MM-DD" or "YYYY-MM-DD/YYYY-MM-DD")."""
+
+    name: str
+    country: str | None
+    subdivision: str | None
+    first_year: int
+    last_year: int
+    dates: list[str]
+    removed: list[str]

@@ -160,6 +160,8 @@ class Schedule(TypedDict):
     only_between: str | None
     not_on: list[Any] | None
     jitter_seconds: int | None
+    calendar_id: int | None
+    on_calendar: str | None
     total_repeats: int
     max_retries: int
     timeout_seconds: int | None
@@ -338,3 +340,30 @@ class Delivery(TypedDict):
     attempts: int
     next_attempt_at: str
     redelivered_at: str | None
+
+
+# --- calendars ------------------------------------------------------------------------------
+
+class Calendar(TypedDict):
+    """A named calendar; `day_count` is how many days it holds (list them with calendars.days)."""
+
+    id: int
+    owner_id: int
+    name: str
+    country: str | None
+    subdivision: str | None
+    first_year: int
+    last_year: int
+    dates: list[str]
+    removed: list[str]
+    day_count: int
+    created_at: str
+    updated_at: str
+
+
+class CalendarDay(TypedDict):
+    date: str
+    name: str
+
+
+CalendarDays = TypedDict("CalendarDays", {"calendar_id": int, "from": str, "to": str, "days": list[CalendarDay]})

@@ -39,10 +39,11 @@ RESULTS = {
     "Triggered": "TriggeredOut", "BackfillPlan": "BackfillPlanOut", "Backfill": "BackfillOut",
     "Webhook": "WebhookOut", "CreatedWebhook": "WebhookCreatedOut", "DeliveryAttempt": "DeliveryAttemptOut",
     "DeliveryAttemptPage": "DeliveryAttemptPage", "Delivery": "DeliveryOut", "Page": "SchedulePage",
+    "Calendar": "CalendarOut", "CalendarDay": "CalendarDayOut", "CalendarDays": "CalendarDaysOut",
 }
 # Each input type and the request schema whose fields it offers.
 FIELDS = {"ScheduleFields": "ScheduleIn", "TimingFields": "PreviewIn", "WorkflowFields": "WorkflowIn",
-          "QuotaFields": "QuotasIn"}
+          "QuotaFields": "QuotasIn", "CalendarFields": "CalendarIn"}
 
 
 @pytest.fixture
@@ -213,6 +214,24 @@ def test_every_operation_of_the_api_through_the_client(stack: Stack, receiver: R
     trail = [e["action"] for e in recur.owners.iterate_events() if e["owner_id"] == owner["id"]]
     assert {"owner.created", "owner.quotas_changed", "owner.deleted"} <= set(trail), trail
     assert recur.owners.events(limit=1)["items"]
+
+    # calendars: made, listed, its days, a schedule on it, edited (which re-plans it), refused and deleted
+    office = recur.calendars.create("office", dates=["2031-12-24/2031-12-26"], first_year=2031)
+    assert office["day_count"] == 3 and recur.calendars.get(office["id"])["name"] == "office"
+    assert [c["id"] for c in recur.calendars.iterate(name="office")] == [office["id"]]
+    assert recur.calendars.list(limit=1)["total"] == 1
+    days = recur.calendars.days(office["id"], start="2031-12-01", end="2031-12-31")
+    assert [d["date"] for d in days["days"]] == ["2031-12-24", "2031-12-25", "2031-12-26"]
+    yearly = recur.schedules.create(name="yearly", workflow_id=flow["id"], cron="0 9 24 12 *",
+                                    start_at="2031-01-01T00:00:00Z", calendar_id=office["id"],
+                                    on_calendar="shift_next")
+    assert yearly["next_run_at"] == "2031-12-27T09:00:00Z"
+    assert recur.calendars.update(office["id"], removed=["2031-12-26"])["day_count"] == 2
+    assert recur.schedules.get(yearly["id"])["next_run_at"] == "2031-12-26T09:00:00Z"
+    with pytest.raises(Conflict):
+        recur.calendars.delete(office["id"])
+    recur.schedules.delete(yearly["id"])
+    recur.calendars.delete(office["id"])
 
     recur.workflows.delete(slow["id"])
     recur.schedules.delete(nightly["id"])
