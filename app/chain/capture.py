@@ -15,12 +15,13 @@ import json
 import logging
 import sys
 import threading
+import time
 import traceback
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
 DEFAULT_BYTES = 65536
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_FORMAT = "%(asctime)s UTC %(levelname)s %(name)s: %(message)s"
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,9 @@ class _ThreadHandler(logging.Handler):
         super().__init__()
         self._kept = kept
         self._thread = thread
-        self.setFormatter(logging.Formatter(LOG_FORMAT))
+        formatter = logging.Formatter(LOG_FORMAT)
+        formatter.converter = time.gmtime  # whatever the worker host's zone
+        self.setFormatter(formatter)
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.thread == self._thread
