@@ -9,6 +9,7 @@ import click
 from recur_cli import output
 from recur_cli.apply import apply
 from recur_cli.breaker import breaker
+from recur_cli.calendars import calendars
 from recur_cli.client import ApiError
 from recur_cli.context import DEFAULT_URL, ApiGroup, Context, current, json_option
 from recur_cli.events import events
@@ -49,6 +50,7 @@ cli.add_command(events)
 cli.add_command(me)
 cli.add_command(apply)
 cli.add_command(import_group)
+cli.add_command(calendars)
 
 
 @cli.group("tasks")

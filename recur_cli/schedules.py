@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from recur_cli import output
+from recur_cli.calendars import calendar_id
 from recur_cli.context import current, json_option, parse_json_option
 from recur_client import BatchDeleted
 
@@ -46,6 +47,11 @@ _OTHER = (
 def timing_options(command: F) -> F:
     for flag, dest, kind, text in reversed(_TIMING):
         command = click.option(flag, dest, type=kind, help=text)(command)
+    command = click.option("--calendar", "calendar", help="A calendar's id or name whose days it skips or shifts "
+                           "off ('none': no calendar).")(command)
+    command = click.option("--on-calendar", "on_calendar", type=click.Choice(["skip", "shift_next", "shift_previous"]),
+                           help="A tick on a calendar day: skip it (default), or move it to the next/previous "
+                           "day off the calendar.")(command)
     return click.option("--not-on", "not_on", multiple=True,
                         help="A date or weekday to skip (repeatable).")(command)
 
@@ -61,13 +67,16 @@ def schedule_options(command: F) -> F:
 
 def body_from(options: dict[str, Any]) -> dict[str, Any]:
     """The API body from the options given (options left out are left out of the body)."""
-    body = {k: v for k, v in options.items() if v is not None and k not in ("not_on", "workflow", "trigger_payload")}
+    body = {k: v for k, v in options.items()
+            if v is not None and k not in ("not_on", "workflow", "trigger_payload", "calendar")}
     if options.get("not_on"):
         body["not_on"] = list(options["not_on"])
     if options.get("trigger_payload") is not None:
         body["trigger_payload"] = parse_json_option(options["trigger_payload"], "--payload")
     if options.get("workflow") is not None:
         body["workflow_id"] = workflow_id(options["workflow"])
+    if options.get("calendar") is not None:
+        body["calendar_id"] = None if options["calendar"] == "none" else calendar_id(options["calendar"])
     return body
 
 
