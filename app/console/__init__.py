@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from flask import Flask
 
-from app.console import runs, session, times, workflow_pages  # noqa: F401  (runs, workflow_pages: their routes)
+from app.console import (  # noqa: F401  (the page modules register their routes)
+    audit_pages,
+    bulk,
+    owner_pages,
+    runs,
+    session,
+    times,
+    token_pages,
+    webhook_pages,
+    workflow_pages,
+)
 from app.console.views import console
 
 
