@@ -5,6 +5,8 @@ owner's object is a 404, a POST without the CSRF token a 400, the owners' pages 
 
 from __future__ import annotations
 
+import re
+
 from app import clock
 from app.extensions import db
 from tests.console_signin import HTTPS, csrf_of, signed_in_browser
@@ -107,3 +109,192 @@ def test_workflow_edit_with_limits_and_breaker_settings_and_a_reset_recorded_by_
         assert alice.get(theirs, base_url=HTTPS).status_code == 404, theirs
     assert _post(alice, f"/workflows/{workflow}/breaker/reset").status_code == 404
     assert _post(alice, path, form).status_code == 404
+
+
+def _failed_delivery(webhook_id: int) -> int:
+    """A delivery that gave up, with two attempts in its log (as app.notify.delivery leaves one)."""
+    from app.notify.models import Delivery, DeliveryAttempt, Event
+
+    now = clock.utcnow()
+    event = Event(id="evt_" + "0" * 31 + "1", owner_id=1, type="run.failed", occurred_at=now, data={"x": 1})
+    db.session.add(event)
+    db.session.flush()
+    delivery = Delivery(webhook_id=webhook_id, owner_id=1, event_id=event.id, status="failed", attempts=2,
+                        next_attempt_at=now, created_at=now, reason="gave up after a day")
+    db.session.add(delivery)
+    db.session.flush()
+    for number, code in ((1, 500), (2, None)):
+        db.session.add(DeliveryAttempt(delivery_id=delivery.id, webhook_id=webhook_id, event_id=event.id,
+                                       event_type="run.failed", attempt=number, at=now, status_code=code,
+                                       duration_ms=12, error="connection refused" if code is None else "HTTP 500"))
+    db.session.commit()
+    return int(delivery.id)
+
+
+def test_webhooks_made_with_the_secret_shown_once_their_delivery_log_and_a_redelivery(app):
+    from app.notify.models import Delivery, DeliveryAttempt, Webhook
+
+    app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
+    browser = signed_in_browser(app, token_for_app(app, "laptop"))
+    assert browser.post("/webhooks", data={"url": "http://127.0.0.1:9/in", "event_types": "run.failed"},
+                        base_url=HTTPS).status_code == 400  # no CSRF token
+    empty = _post(browser, "/webhooks", {"url": ""})
+    assert empty.status_code == 422
+    assert b'id="error-url"' in empty.data and b'id="error-event_types"' in empty.data
+    internal = _post(browser, "/webhooks", {"url": "http://10.1.2.3/in", "event_types": ["run.failed"]})
+    assert internal.status_code == 422 and b'id="error-url"' in internal.data  # the API's address guard
+    made = _post(browser, "/webhooks", {"url": "http://127.0.0.1:9/in", "event_types": ["run.failed", "schedule.dead"]})
+    assert made.status_code == 200
+    webhook = db.session.query(Webhook).one()
+    assert webhook.event_types == ["run.failed", "schedule.dead"]
+    assert f'id="webhook-secret">{webhook.secret}<'.encode() in made.data
+    listing = browser.get("/webhooks", base_url=HTTPS).data
+    assert b"http://127.0.0.1:9/in" in listing and webhook.secret.encode() not in listing  # once only
+
+    delivery = _failed_delivery(webhook.id)
+    page = browser.get(f"/webhooks/{webhook.id}", base_url=HTTPS).data.decode()
+    assert page.count('class="attempt"') == 2 and "connection refused" in page and "HTTP 500" in page
+    assert page.count(f'id="redeliver-{delivery}"') == 1  # one button per delivery, not per attempt
+    again = _post(browser, f"/webhooks/{webhook.id}/deliveries/{delivery}/redeliver")
+    assert again.status_code == 302
+    db.session.expire_all()
+    assert db.session.get(Delivery, delivery).status == "pending"
+    asked = db.session.query(DeliveryAttempt).filter(DeliveryAttempt.requested_by.is_not(None)).one()
+    assert asked.requested_by.endswith("(token laptop)")
+    page = browser.get(f"/webhooks/{webhook.id}", base_url=HTTPS).data.decode()
+    assert "asked by" in page and f'id="redeliver-{delivery}"' not in page  # pending: nothing to send again
+    assert _post(browser, f"/webhooks/{webhook.id}/deliveries/999/redeliver").status_code == 404
+
+    alice = signed_in_browser(app, new_owner_token(app, "alice"))
+    assert b"127.0.0.1:9" not in alice.get("/webhooks", base_url=HTTPS).data
+    assert alice.get(f"/webhooks/{webhook.id}", base_url=HTTPS).status_code == 404
+    assert alice.get(f"/webhooks/{webhook.id}/delete", base_url=HTTPS).status_code == 404
+    assert _post(alice, f"/webhooks/{webhook.id}/deliveries/{delivery}/redeliver").status_code == 404
+    assert _post(alice, f"/webhooks/{webhook.id}/delete").status_code == 404
+    assert _post(browser, f"/webhooks/{webhook.id}/delete").status_code == 302
+    assert db.session.query(Webhook).count() == 0 and db.session.query(Delivery).count() == 0
+
+
+def test_tokens_made_with_an_expiry_shown_once_and_revoked_which_signs_out_the_session_it_named(app, client):
+    from app.auth.models import ApiToken
+
+    browser = signed_in_browser(app, token_for_app(app, "laptop"))
+    past = _post(browser, "/tokens", {"name": "ci", "expires_at": "2020-01-01T00:00:00Z"})
+    assert past.status_code == 422 and b'id="error-expires_at"' in past.data
+    assert _post(browser, "/tokens", {"name": ""}).status_code == 422
+    made = _post(browser, "/tokens", {"name": "ci", "expires_at": "2099-01-01T00:00:00Z"})
+    assert made.status_code == 200
+    secret = shown_secret(made.data.decode())
+    assert client.get("/api/v1/me/", headers={"Authorization": f"Bearer {secret}"}).status_code == 200
+    listing = browser.get("/tokens", base_url=HTTPS).data.decode()
+    assert "2099-01-01 00:00:00 UTC" in listing and secret not in listing and "this session" in listing
+    ci = db.session.query(ApiToken).filter_by(name="ci").one()
+
+    alice = signed_in_browser(app, new_owner_token(app, "alice"))
+    assert "laptop" not in alice.get("/tokens", base_url=HTTPS).data.decode()
+    assert _post(alice, f"/tokens/{ci.id}/revoke").status_code == 404
+    assert _post(browser, f"/tokens/{ci.id}/revoke", csrf="wrong").status_code == 400
+    assert _post(browser, f"/tokens/{ci.id}/revoke").status_code == 302
+    assert client.get("/api/v1/me/", headers={"Authorization": f"Bearer {secret}"}).status_code == 401
+
+    laptop = db.session.query(ApiToken).filter_by(name="laptop").one()
+    gone = _post(browser, f"/tokens/{laptop.id}/revoke")
+    assert gone.status_code == 302 and gone.headers["Location"].endswith("/signin")
+    assert "/signin" in browser.get("/tokens", base_url=HTTPS).headers["Location"]  # signed out for good
+
+
+def shown_secret(page: str) -> str:
+    """The token's secret as the page shows it, once."""
+    found = re.search(r'id="token-secret">([^<]+)<', page)
+    assert found is not None
+    return found.group(1)
+
+
+def test_owner_pages_are_an_admins_only_and_make_and_delete_owners_with_their_record(app):
+    from app.auth.models import Owner, OwnerEvent
+
+    admin = signed_in_browser(app, token_for_app(app))
+    alice = signed_in_browser(app, new_owner_token(app, "alice"))
+    assert alice.get("/owners", base_url=HTTPS).status_code == 403
+    assert _post(alice, "/owners", {"name": "mallory"}).status_code == 403
+    assert alice.get("/owners/1/delete", base_url=HTTPS).status_code == 403
+    assert _post(alice, "/owners/1/delete").status_code == 403
+    assert b'href="/owners"' not in alice.get("/schedules", base_url=HTTPS).data
+    assert b'href="/owners"' in admin.get("/schedules", base_url=HTTPS).data
+    assert _post(admin, "/owners", {"name": "alice"}).status_code == 422  # the name is taken
+    assert admin.post("/owners", data={"name": "team-b"}, base_url=HTTPS).status_code == 400  # no CSRF token
+    made = _post(admin, "/owners", {"name": "team-b"})
+    assert made.status_code == 200 and b'id="owner-token">recur_' in made.data
+    team_b = db.session.query(Owner).filter_by(name="team-b").one()
+    assert not team_b.is_admin
+    assert "Delete owner team-b?" in admin.get(f"/owners/{team_b.id}/delete", base_url=HTTPS).data.decode()
+    assert _post(admin, f"/owners/{team_b.id}/delete").status_code == 302
+    assert db.session.query(Owner).filter_by(name="team-b").count() == 0
+    assert [e.action for e in db.session.query(OwnerEvent).filter_by(owner_name="team-b").order_by(OwnerEvent.id)] == [
+        "owner.created", "owner.deleted"]
+    assert _post(admin, "/owners/1/delete").status_code == 302  # not themselves
+    assert db.session.get(Owner, 1) is not None
+    assert _post(admin, "/owners/99999/delete").status_code == 404
+
+
+def test_a_schedules_audit_trail_page_by_page_and_after_its_deletion(app, client):
+    from app.console.views import PAGE
+
+    schedule_id = _schedule(client)
+    for number in range(30):
+        assert client.patch(f"/api/v1/schedules/{schedule_id}/", json={"description": f"v{number}"}).status_code == 200
+    browser = signed_in_browser(app, token_for_app(app))
+    first = browser.get(f"/schedules/{schedule_id}/events", base_url=HTTPS).data.decode()
+    assert first.count("<tr><td>") == PAGE and '"v29"' in first and "Older" in first
+    older = re.search(r'href="([^"]+after=[^"]+)">Older', first)
+    assert older is not None
+    second = browser.get(older.group(1).replace("&amp;", "&"), base_url=HTTPS).data.decode()
+    assert "create" in second and '"v29"' not in second
+    alice = signed_in_browser(app, new_owner_token(app, "alice"))
+    assert alice.get(f"/schedules/{schedule_id}/events", base_url=HTTPS).status_code == 404
+    assert browser.get("/schedules/not-an-id/events", base_url=HTTPS).status_code == 404
+    assert client.delete(f"/api/v1/schedules/{schedule_id}/").status_code == 204
+    after = browser.get(f"/schedules/{schedule_id}/events", base_url=HTTPS).data.decode()
+    assert "deleted" in after and ">delete<" in after
+
+
+def test_bulk_pause_resume_and_delete_of_ticked_schedules_only_the_callers(app, client):
+    """Ticked boxes of the list, one form: another owner's id among them is as absent as one that never was."""
+    from app.models import ScheduledJob
+
+    theirs = _schedule(client, "admins")  # an admin sees every owner's; alice, not an admin, only her own
+    alice_token = new_owner_token(app, "alice")
+    alice_api = app.test_client()
+    alice_api.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {alice_token}"
+    mine = [_schedule(alice_api, f"s{n}") for n in range(4)]
+    browser = signed_in_browser(app, alice_token)
+    ticked = mine[:3] + [theirs]
+    assert browser.post("/schedules/bulk", data={"action": "pause", "schedule_id": ticked},
+                        base_url=HTTPS).status_code == 400  # no CSRF token
+    nothing = _post(browser, "/schedules/bulk", {"action": "pause"})
+    assert nothing.status_code == 302
+    paused = _post(browser, "/schedules/bulk", {"action": "pause", "schedule_id": ticked, "note": "disk full",
+                                                "status": "active"})
+    assert paused.status_code == 302 and paused.headers["Location"].endswith("/schedules?status=active")
+    db.session.expire_all()
+    statuses = {s.id: (s.status, s.pause_note) for s in db.session.query(ScheduledJob)}
+    assert [statuses[i] for i in mine] == [("paused", "disk full")] * 3 + [("active", None)]
+    assert statuses[theirs] == ("active", None)  # another owner's id is left alone
+    flashed = browser.get("/schedules", base_url=HTTPS).data.decode()
+    assert "Paused 3 schedules." in flashed
+    again = _post(browser, "/schedules/bulk", {"action": "pause", "schedule_id": mine[:2] + [mine[3]]})
+    assert again.status_code == 302
+    assert "Paused 1 schedule. Left 2 as they were" in browser.get("/schedules", base_url=HTTPS).data.decode()
+    assert _post(browser, "/schedules/bulk", {"action": "resume", "schedule_id": mine}).status_code == 302
+    db.session.expire_all()
+    assert {db.session.get(ScheduledJob, i).status for i in mine} == {"active"}
+
+    confirm = _post(browser, "/schedules/bulk", {"action": "delete", "schedule_id": mine[:2] + [theirs]})
+    assert confirm.status_code == 200
+    page = confirm.data.decode()
+    assert "Delete 2 schedules?" in page and "s0" in page and "admins" not in page
+    assert db.session.query(ScheduledJob).count() == 5  # nothing gone before the confirmation
+    gone = _post(browser, "/schedules/bulk", {"action": "delete", "confirm": "1", "schedule_id": mine[:2] + [theirs]})
+    assert gone.status_code == 302
+    db.session.expire_all()
+    assert sorted(s.name for s in db.session.query(ScheduledJob)) == ["admins", "s2", "s3"]
