@@ -119,6 +119,9 @@ def test_preview_and_describe_honour_the_calendar(client, clock_2026) -> None:  
     described = _ok(client.get(f"{API}/schedules/{made['id']}/"))
     assert described["next_runs"][3:5] == ["2026-12-27T09:00:00Z", "2026-12-28T09:00:00Z"]  # 24-26 skipped
     assert "except on calendar days (3 dates)" in described["timing_description"]
+    planned = _ok(client.post(f"{API}/schedules/{made['id']}/backfill/", json={
+        "start": "2026-12-01T00:00:00Z", "end": "2026-12-31T00:00:00Z", "dry_run": True}))
+    assert planned["total"] == 27 and "2026-12-25T09:00:00Z" not in planned["times"]
 
 
 def test_editing_a_calendar_replans_the_schedules_that_use_it(client, clock_2026) -> None:  # type: ignore[no-untyped-def]
