@@ -1,8 +1,10 @@
-"""`recur apply FILE`: make the owner's workflows and keyed schedules match a YAML file, idempotently.
+"""`recur apply FILE`: make the owner's workflows, webhooks and keyed schedules match a YAML file, idempotently.
 
 Creates what is new, PATCHes only the fields that differ (a timing change re-plans, as any PATCH does),
-leaves everything else alone, and with --prune deletes the owner's keyed schedules the file no longer lists.
-Schedules without a key are never touched. --dry-run prints the plan and changes nothing.
+leaves everything else alone, and with --prune deletes the owner's keyed schedules the file no longer lists,
+the webhooks a file with a `webhooks` entry no longer lists, and puts a listed workflow's policies the file
+leaves out back to their defaults. Schedules without a key and workflows the file does not list are never
+touched. --dry-run prints the plan and changes nothing. A created webhook's secret is printed that once.
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from recur_cli.plan import CREATE, DELETE, UNCHANGED, UPDATE, Plan, Step, interv
 
 @click.command("apply")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--prune", is_flag=True, help="Delete your keyed schedules the file does not list.")
+@click.option("--prune", is_flag=True,
+              help="Delete your keyed schedules (and, if the file has `webhooks`, webhooks) the file does not "
+                   "list; reset the policies of its workflows that it leaves out.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @json_option
 def apply(path: str, prune: bool, dry_run: bool) -> None:
-    """Create and update workflows and schedules from a YAML file (schedules matched by `key`)."""
+    """Create and update workflows, webhooks and schedules from a YAML file (workflows matched by name,
+    webhooks by url, schedules by `key`)."""
     try:
         text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
         wanted = load(text, path)
@@ -39,7 +44,11 @@ def apply_file(wanted: ApplyFile, prune: bool = False, dry_run: bool = False, er
     client = current().client
     plan = plan_for(client, wanted, prune)
     if not dry_run:
-        execute(client, plan)
+        try:
+            execute(client, plan)
+        except ApiError:
+            _secrets_made(plan)  # what was done stays done: its secrets must not be lost with the error
+            raise
     report(plan, dry_run, err)
 
 
@@ -47,6 +56,9 @@ def plan_for(client: Client, wanted: ApplyFile, prune: bool) -> Plan:
     me = client.me()
     workflows = cast(list[dict[str, Any]], list(client.workflows.iterate(owner_id=me["id"])))
     schedules = cast(list[dict[str, Any]], list(client.schedules.iterate(owner_id=me["id"])))
+    # An admin's list holds every owner's webhooks; apply speaks for the caller's own only.
+    webhooks = [cast(dict[str, Any], w) for w in client.webhooks.iterate() if w["owner_id"] == me["id"]] \
+        if wanted.declares_webhooks else []
     intervals: dict[str, int] = {}
 
     def interval_of(every: str) -> int:
@@ -56,7 +68,7 @@ def plan_for(client: Client, wanted: ApplyFile, prune: bool) -> Plan:
         return intervals[every]
 
     try:
-        return make_plan(wanted, workflows, schedules, interval_of, prune)
+        return make_plan(wanted, workflows, schedules, interval_of, prune, webhooks)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -72,6 +84,9 @@ def execute(client: Client, plan: Plan) -> None:
             elif step.action == UPDATE:
                 client.workflows.update(step.target, **step.body)
             workflow_ids[step.name] = step.target
+    for step in plan.steps:
+        if step.kind == "webhook" and step.action != UNCHANGED:
+            _carry_out_webhook(client, step)
     for step in plan.steps:
         if step.kind != "schedule" or step.action == UNCHANGED:
             continue
@@ -89,26 +104,59 @@ def execute(client: Client, plan: Plan) -> None:
             raise type(exc)(exc.status, f"schedule {step.name}: {exc.message}", exc.errors, exc.body) from None
 
 
+def _carry_out_webhook(client: Client, step: Step) -> None:
+    try:
+        if step.action == CREATE:
+            made = client.webhooks.create(step.body["url"], step.body["event_types"])
+            step.target, step.secret = made["id"], made["secret"]
+        elif step.action == UPDATE:
+            client.webhooks.update(step.target, event_types=step.body["event_types"])
+        elif step.action == DELETE:
+            client.webhooks.delete(step.target)
+    except ApiError as exc:
+        raise type(exc)(exc.status, f"webhook {step.name}: {exc.message}", exc.errors, exc.body) from None
+
+
+def _secrets_made(plan: Plan) -> None:
+    for step in plan.steps:
+        if step.secret is not None:
+            click.echo(f"created webhook {step.target} for {step.name}; {_SECRET_NOTE}: {step.secret}", err=True)
+
+
 def _workflow_id(client: Client, name: str) -> int:
     me = client.me()
     return int(next(w["id"] for w in client.workflows.iterate(owner_id=me["id"]) if w["name"] == name))
 
 
+_SECRET_NOTE = "secret (shown once; verify signatures with it)"
+
+
 def report(plan: Plan, dry_run: bool, err: bool = False) -> None:
+    """Each step, then a line of counts for workflows and webhooks when the file has any, then the
+    schedules' counts as the last line."""
     if current().json:
         output.emit_json({"dry_run": dry_run, "steps": [s.as_dict() for s in plan.steps],
-                          "summary": _summary(plan)})
+                          "summary": _summary(plan),
+                          "summaries": {kind: _summary(plan, kind) for kind in ("workflow", "webhook", "schedule")}})
         return
     for step in plan.steps:
         click.echo(_line(step), err=err)
-    summary = _summary(plan)
-    counts = ", ".join(f"{summary[a]} {a if dry_run else _done(a)}" for a in (CREATE, UPDATE, DELETE, UNCHANGED))
-    click.echo(("plan: " if dry_run else "") + counts + (" (dry run: nothing was changed)" if dry_run else ""),
-               err=err)
+        if step.secret is not None:
+            click.echo(f"          {_SECRET_NOTE}: {step.secret}", err=err)
+    for kind in ("workflow", "webhook"):
+        if any(s.kind == kind for s in plan.steps):
+            click.echo(f"{kind}s: {_counts(plan, kind, dry_run)}", err=err)
+    click.echo(("plan: " if dry_run else "") + _counts(plan, "schedule", dry_run)
+               + (" (dry run: nothing was changed)" if dry_run else ""), err=err)
 
 
-def _summary(plan: Plan) -> dict[str, int]:
-    return {action: plan.count(action, "schedule") for action in (CREATE, UPDATE, DELETE, UNCHANGED)}
+def _counts(plan: Plan, kind: str, dry_run: bool) -> str:
+    summary = _summary(plan, kind)
+    return ", ".join(f"{summary[a]} {a if dry_run else _done(a)}" for a in (CREATE, UPDATE, DELETE, UNCHANGED))
+
+
+def _summary(plan: Plan, kind: str = "schedule") -> dict[str, int]:
+    return {action: plan.count(action, kind) for action in (CREATE, UPDATE, DELETE, UNCHANGED)}
 
 
 def _done(action: str) -> str:

@@ -1,4 +1,5 @@
-"""Reading an apply file: YAML with `workflows` (matched by name) and `schedules` (matched by `key`).
+"""Reading an apply file: YAML with `workflows` (matched by name), `schedules` (matched by `key`) and
+`webhooks` (matched by `url`).
 
 Each schedule names its workflow by name (`workflow:`) and takes every other field the API takes; the file is
 checked here for its shape only (keys, names, references); the API checks each value when it is applied.
@@ -36,9 +37,24 @@ class ScheduleSpec:
 
 
 @dataclass
+class WebhookSpec:
+    url: str  # its identity: the server gives a webhook no name, and a receiver is its URL
+    event_types: list[str]
+
+
+# A webhook's secret is the server's to make and to show once (`recur apply` prints it when it creates the
+# webhook): a file is committed, copied and shown in reviews, so it never holds one.
+WEBHOOK_FIELDS = {"url", "event_types"}
+
+
+@dataclass
 class ApplyFile:
     workflows: list[WorkflowSpec]
     schedules: list[ScheduleSpec]
+    webhooks: list[WebhookSpec] = field(default_factory=list)
+    # Only a file with a `webhooks` entry (even an empty list) speaks for the owner's webhooks: --prune
+    # deletes the ones it does not list. A file without one leaves every webhook alone.
+    declares_webhooks: bool = False
 
 
 def load(text: str, source: str = "the file") -> ApplyFile:
@@ -50,9 +66,10 @@ def load(text: str, source: str = "the file") -> ApplyFile:
         document = {}
     if not isinstance(document, dict):
         raise FileError(f"{source}: the top level must be a mapping with `workflows` and `schedules`")
-    unknown = set(document) - {"workflows", "schedules"}
+    unknown = set(document) - {"workflows", "schedules", "webhooks"}
     if unknown:
-        raise FileError(f"{source}: unknown top-level entries {sorted(unknown)}; only workflows and schedules")
+        raise FileError(f"{source}: unknown top-level entries {sorted(unknown)}; only workflows, schedules and "
+                        "webhooks")
     workflows = [_workflow(item, i) for i, item in enumerate(_list(document, "workflows"))]
     names = [w.name for w in workflows]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -63,7 +80,12 @@ def load(text: str, source: str = "the file") -> ApplyFile:
     twice = sorted({k for k in keys if keys.count(k) > 1})
     if twice:
         raise FileError(f"schedule keys used more than once: {twice}")
-    return ApplyFile(workflows, schedules)
+    webhooks = [_webhook(item, i) for i, item in enumerate(_list(document, "webhooks"))]
+    urls = [w.url for w in webhooks]
+    twice = sorted({u for u in urls if urls.count(u) > 1})
+    if twice:
+        raise FileError(f"webhook URLs listed more than once: {twice} (give one entry all its event types)")
+    return ApplyFile(workflows, schedules, webhooks, "webhooks" in document)
 
 
 def _list(document: dict[str, Any], name: str) -> list[Any]:
@@ -97,6 +119,24 @@ def _schedule(item: Any, index: int) -> ScheduleSpec:
             raise FileError(f"{where} ({key}): {name}: {reason}")
     fields = {k: jsonable(v) for k, v in item.items() if k != "workflow"}
     return ScheduleSpec(key, workflow, fields)
+
+
+def _webhook(item: Any, index: int) -> WebhookSpec:
+    where = f"webhooks[{index}]"
+    if not isinstance(item, dict):
+        raise FileError(f"{where}: must be a mapping with `url` and `event_types`")
+    if "secret" in item:
+        raise FileError(f"{where}: no `secret` in a file: the server makes one when apply creates the webhook "
+                        "and apply prints it that once")
+    unknown = set(item) - WEBHOOK_FIELDS
+    if unknown:
+        raise FileError(f"{where}: unknown fields {sorted(unknown)}; a webhook takes url and event_types")
+    url, types = item.get("url"), item.get("event_types")
+    if not isinstance(url, str) or not url:
+        raise FileError(f"{where}: every webhook needs a `url` (apply matches webhooks by it)")
+    if not isinstance(types, list) or not types or not all(isinstance(t, str) and t for t in types):
+        raise FileError(f"{where} ({url}): `event_types` must be a non-empty list of event types")
+    return WebhookSpec(url, sorted(set(types)))
 
 
 def jsonable(value: Any) -> Any:

@@ -1,8 +1,11 @@
-"""What `recur apply` would do: compare the file with the owner's workflows and keyed schedules on the server.
+"""What `recur apply` would do: compare the file with the owner's workflows, webhooks and keyed schedules on
+the server.
 
-Only the fields the file gives are compared and sent: a field left out keeps its value on the server. Values
-are compared in the form the API answers with (instants in UTC, rounded up to whole seconds as the API
-stores them; `every` as the interval in seconds it stands for).
+Only the fields the file gives are compared and sent: a field left out keeps its value on the server, except
+that with --prune a listed workflow's policies the file leaves out go back to their defaults (a file that
+stops declaring a limit means no limit). Values are compared in the form the API answers with (instants in
+UTC, rounded up to whole seconds as the API stores them; `every` as the interval in seconds it stands for;
+event types as a sorted set).
 """
 
 from __future__ import annotations
@@ -13,22 +16,28 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from recur_cli.applyfile import ApplyFile
+from recur_cli.applyfile import ApplyFile, WebhookSpec
 
 CREATE, UPDATE, DELETE, UNCHANGED = "create", "update", "delete", "unchanged"
 _INSTANTS = ("at", "anchor_date", "start_at", "end_at")
 _KINDS = ("interval_seconds", "cron", "rrule", "at")
+# A workflow's policies as the server makes them when none is given (WorkflowIn's fields left out): what
+# --prune puts back when the file no longer declares one. tests/test_recur_apply.py checks them against a
+# server's new workflow.
+POLICY_DEFAULTS: dict[str, Any] = {"max_concurrent_runs": None, "concurrency_policy": "wait",
+                                   "breaker_threshold": None, "breaker_reset_seconds": 300, "queue": None}
 
 
 @dataclass
 class Step:
-    kind: str  # "workflow" or "schedule"
-    name: str  # a workflow's name, a schedule's key
+    kind: str  # "workflow", "webhook" or "schedule"
+    name: str  # a workflow's name, a webhook's URL, a schedule's key
     action: str
     changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field: (now, after)
     body: dict[str, Any] = field(default_factory=dict)  # what is sent (create, update)
     target: Any = None  # the server's id (update, delete)
     workflow: str | None = None  # a schedule's workflow, by name
+    secret: str | None = None  # a created webhook's signing secret: the one time the server shows it
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "name": self.name, "action": self.action}
@@ -38,6 +47,8 @@ class Step:
             out["changes"] = {k: {"from": old, "to": new} for k, (old, new) in self.changes.items()}
         if self.action == CREATE:
             out["fields"] = self.body
+        if self.secret is not None:
+            out["secret"] = self.secret
         return out
 
 
@@ -54,9 +65,10 @@ class Plan:
 
 
 def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: list[dict[str, Any]],
-              interval_of: Callable[[str], int], prune: bool) -> Plan:
-    """`workflows` and `schedules` are the owner's own, as the API lists them; `interval_of(every)` asks
-    the server what interval an `every` text stands for."""
+              interval_of: Callable[[str], int], prune: bool, webhooks: list[dict[str, Any]] | None = None) -> Plan:
+    """`workflows`, `schedules` and `webhooks` are the owner's own, as the API lists them; `interval_of(every)`
+    asks the server what interval an `every` text stands for. Steps come workflows first, then webhooks,
+    then schedules: the order they are carried out in."""
     steps: list[Step] = []
     by_name: dict[str, list[dict[str, Any]]] = {}
     for workflow in workflows:
@@ -65,7 +77,8 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
         found = by_name.get(flow.name, [])
         if len(found) > 1:
             raise ValueError(f"{len(found)} workflows on the server are named {flow.name!r}: rename all but one")
-        wanted_fields = {"task": flow.task, **flow.fields}
+        defaults = POLICY_DEFAULTS if prune and found else {}
+        wanted_fields = {**defaults, "task": flow.task, **flow.fields}
         changes = {name: (found[0].get(name), value) for name, value in wanted_fields.items()
                    if found and found[0].get(name) != value}
         if not found:
@@ -75,6 +88,7 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
                               {name: wanted_fields[name] for name in changes}, found[0]["id"]))
         else:
             steps.append(Step("workflow", flow.name, UNCHANGED, target=found[0]["id"]))
+    steps.extend(_webhook_steps(wanted, webhooks or [], prune))
     declared = {w.name for w in wanted.workflows}
     for spec in wanted.schedules:
         if spec.workflow not in declared and len(by_name.get(spec.workflow, [])) != 1:
@@ -105,6 +119,34 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
             if key not in listed:
                 steps.append(Step("schedule", key, DELETE, target=current["id"]))
     return Plan(steps)
+
+
+def _webhook_steps(wanted: ApplyFile, webhooks: list[dict[str, Any]], prune: bool) -> list[Step]:
+    """Webhooks matched by URL. A changed event list is one PATCH (the secret and delivery log stay); with
+    --prune, and only when the file has a `webhooks` entry, the owner's webhooks it does not list are
+    deleted."""
+    by_url: dict[str, list[dict[str, Any]]] = {}
+    for webhook in webhooks:
+        by_url.setdefault(webhook["url"], []).append(webhook)
+    steps = [_webhook_step(spec, by_url.get(spec.url, [])) for spec in wanted.webhooks]
+    if prune and wanted.declares_webhooks:
+        listed = {spec.url for spec in wanted.webhooks}
+        steps.extend(Step("webhook", w["url"], DELETE, target=w["id"])
+                     for w in sorted(webhooks, key=lambda w: w["id"]) if w["url"] not in listed)
+    return steps
+
+
+def _webhook_step(spec: WebhookSpec, found: list[dict[str, Any]]) -> Step:
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} of your webhooks send to {spec.url}: delete all but one "
+                         "(recur webhooks delete ID)")
+    if not found:
+        return Step("webhook", spec.url, CREATE, body={"url": spec.url, "event_types": spec.event_types})
+    now = sorted(set(found[0]["event_types"]))
+    if now == spec.event_types:
+        return Step("webhook", spec.url, UNCHANGED, target=found[0]["id"])
+    return Step("webhook", spec.url, UPDATE, {"event_types": (now, spec.event_types)},
+                {"event_types": spec.event_types}, found[0]["id"])
 
 
 def _compared(name: str, current: dict[str, Any], value: Any, interval_of: Callable[[str], int]) -> tuple[Any, Any]:

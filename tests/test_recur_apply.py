@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+from recur_cli.plan import POLICY_DEFAULTS
+from tests.receiver import Receiver, verify
 from tests.recur_cli_runner import recur
+from tests.servers import free_port, wait_for
+from tests.stack import QUICK_WEBHOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -126,3 +131,124 @@ def test_apply_refuses_a_file_it_cannot_apply(stack, tmp_path):
     refused = recur(url, token, "apply", str(bad), ok=False)
     assert refused.code == 1 and refused.err.startswith("error: schedule a: The request body is invalid.")
     assert "cron:" in refused.err
+
+
+@pytest.fixture
+def stack_env() -> dict[str, str]:
+    return QUICK_WEBHOOKS  # webhooks to a loopback receiver
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    receiver = Receiver(free_port())
+    receiver.start()
+    yield receiver
+    receiver.stop()
+
+
+POLICIES = {"max_concurrent_runs": 2, "concurrency_policy": "skip", "breaker_threshold": 3,
+            "breaker_reset_seconds": 60, "queue": "recur"}
+
+
+def test_apply_declares_webhooks_and_workflow_policies_and_prune_resets_them(stack, tmp_path, receiver):
+    url, token, api = stack.api.base, stack.api.token, stack.api
+    first, second = receiver.url, receiver.url.replace("/hook", "/second")
+    by_hand = api.ok("POST", "/api/v1/webhooks/", {"url": receiver.url.replace("/hook", "/by-hand"),
+                                                   "event_types": ["run.failed"]})
+    path = tmp_path / "recur.yaml"
+
+    def write(workflow: dict, webhooks: list | None) -> None:  # type: ignore[type-arg]
+        document = {"workflows": [{"name": "reports", "task": "builtin.noop", **workflow}],
+                    "schedules": [{"key": "nightly", "workflow": "reports", "name": "Nightly", "cron": "0 2 * * *"}]}
+        if webhooks is not None:
+            document["webhooks"] = webhooks
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+
+    def hooks() -> dict[str, dict]:  # type: ignore[type-arg]
+        return {w["url"]: w for w in api.ok("GET", "/api/v1/webhooks/")["items"]}
+
+    def reports() -> dict:  # type: ignore[type-arg]
+        return next(w for w in api.ok("GET", "/api/v1/workflows/")["items"] if w["name"] == "reports")
+
+    # A file without a `webhooks` entry does not speak for webhooks: --prune leaves the one made by hand.
+    write(POLICIES, None)
+    out = recur(url, token, "apply", str(path), "--prune").out
+    assert out.splitlines()[-2:] == ["workflows: 1 created, 0 updated, 0 deleted, 0 unchanged",
+                                     "1 created, 0 updated, 0 deleted, 0 unchanged"], out
+    assert {k: reports()[k] for k in POLICIES} == POLICIES
+    assert list(hooks()) == [by_hand["url"]]
+
+    write(POLICIES, [{"url": first, "event_types": ["schedule.paused", "run.failed", "schedule.paused"]},
+                     {"url": second, "event_types": ["schedule.dead"]}])
+    dry = recur(url, token, "apply", str(path), "--prune", "--dry-run", "--json").json()
+    assert [(s["kind"], s["name"], s["action"]) for s in dry["steps"]] == [
+        ("workflow", "reports", "unchanged"), ("webhook", first, "create"), ("webhook", second, "create"),
+        ("webhook", by_hand["url"], "delete"), ("schedule", "nightly", "unchanged")]
+    assert dry["summaries"]["webhook"] == {"create": 2, "update": 0, "delete": 1, "unchanged": 0}
+    assert "secret" not in str(dry) and list(hooks()) == [by_hand["url"]]  # the dry run changed nothing
+
+    # Created: each secret printed once, under its line; the file holds none.
+    out = recur(url, token, "apply", str(path)).out.splitlines()
+    made = hooks()
+    assert set(made) == {by_hand["url"], first, second}
+    assert made[first]["event_types"] == ["run.failed", "schedule.paused"]
+    at = out.index(f"create    webhook {first}")
+    assert out[at + 1].startswith("          secret (shown once; verify signatures with it): whsec_")
+    secret = out[at + 1].split()[-1]
+    assert out[-2:] == ["webhooks: 2 created, 0 updated, 0 deleted, 0 unchanged",
+                        "0 created, 0 updated, 0 deleted, 1 unchanged"], out
+    again = recur(url, token, "apply", str(path)).out
+    assert "secret" not in again and again.splitlines()[-3:] == [
+        "workflows: 0 created, 0 updated, 0 deleted, 1 unchanged",
+        "webhooks: 0 created, 0 updated, 0 deleted, 2 unchanged", "0 created, 0 updated, 0 deleted, 1 unchanged"]
+
+    # The printed secret is the one that signs: pause the schedule and check the delivery's signature.
+    nightly = api.ok("GET", "/api/v1/schedules/?key=nightly")["items"][0]
+    api.ok("POST", f"/api/v1/schedules/{nightly['id']}/pause/", {})
+    wait_for(lambda: receiver.types() == ["schedule.paused"], 30, what="the schedule.paused delivery")
+    delivered = receiver.received[0]
+    assert verify(secret, delivered["headers"], delivered["body"])
+
+    # Changed event types: one PATCH, same webhook, same secret. Policies left out stay without --prune.
+    write({"concurrency_policy": "skip"}, [{"url": first, "event_types": ["schedule.paused"]}])
+    out = recur(url, token, "apply", str(path)).out
+    assert f"update    webhook {first}  (event_types: " in out and "secret" not in out
+    assert out.splitlines()[-3:-1] == ["workflows: 0 created, 0 updated, 0 deleted, 1 unchanged",
+                                       "webhooks: 0 created, 1 updated, 0 deleted, 0 unchanged"], out
+    assert hooks()[first] == {**made[first], "event_types": ["schedule.paused"]}
+    assert second in hooks() and by_hand["url"] in hooks() and {k: reports()[k] for k in POLICIES} == POLICIES
+
+    # --prune: the webhooks the file no longer lists go (the one made by hand too, now that the file has a
+    # `webhooks` entry), and the workflow's undeclared policies go back to what a new workflow gets.
+    out = recur(url, token, "apply", str(path), "--prune").out
+    assert f"delete    webhook {second}" in out and f"delete    webhook {by_hand['url']}" in out
+    assert "update    workflow reports  (" in out and "max_concurrent_runs: 2 -> -" in out
+    assert list(hooks()) == [first] and hooks()[first]["id"] == made[first]["id"]
+    fresh = api.ok("POST", "/api/v1/workflows/", {"name": "fresh", "task": "builtin.noop"})
+    assert {k: fresh[k] for k in POLICY_DEFAULTS} == POLICY_DEFAULTS  # the CLI's defaults are the server's
+    assert {k: reports()[k] for k in POLICIES} == {**POLICY_DEFAULTS, "concurrency_policy": "skip"}
+    again = recur(url, token, "apply", str(path), "--prune", "--json").json()
+    assert {s["action"] for s in again["steps"]} == {"unchanged"}
+
+
+def test_a_webhook_in_a_file_has_a_url_event_types_and_never_a_secret(stack, tmp_path):
+    url, token = stack.api.base, stack.api.token
+    bad = tmp_path / "bad.yaml"
+    for text, message in (
+        ("webhooks: [{url: 'https://1.1.1.1/a', event_types: [run.failed], secret: whsec_abc}]",
+         "no `secret` in a file"),
+        ("webhooks: [{url: 'https://1.1.1.1/a', event_types: [run.failed]}, "
+         "{url: 'https://1.1.1.1/a', event_types: [schedule.dead]}]", "webhook URLs listed more than once"),
+        ("webhooks: [{event_types: [run.failed]}]", "needs a `url`"),
+        ("webhooks: [{url: 'https://1.1.1.1/a', event_types: []}]", "`event_types` must be a non-empty list"),
+        ("webhooks: [{url: 'https://1.1.1.1/a', event_types: [run.failed], name: a}]", "unknown fields ['name']"),
+    ):
+        bad.write_text(text)
+        result = recur(url, token, "apply", str(bad), ok=False)
+        assert result.code == 2 and message in result.err, (text, result)
+    bad.write_text("webhooks: [{url: 'http://127.0.0.1:9/x', event_types: [run.failed]},"
+                   " {url: 'http://127.0.0.1:9/y', event_types: [run.exploded]}]")
+    refused = recur(url, token, "apply", str(bad), ok=False)  # the API's own check, naming the webhook
+    assert refused.code == 1 and "error: webhook http://127.0.0.1:9/y: The request body is invalid." in refused.err
+    # what was done stays done, and the secret of the webhook made before the refusal is not lost
+    assert refused.err.startswith("created webhook ") and " whsec_" in refused.err.splitlines()[0]
