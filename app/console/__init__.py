@@ -10,6 +10,7 @@ from flask import Flask
 from app.console import (  # noqa: F401  (the page modules register their routes)
     audit_pages,
     bulk,
+    calendar_pages,
     owner_pages,
     runs,
     session,
