@@ -2,4 +2,4 @@
 
 from recur_cli.main import cli
 
-cli()
+cli(prog_name="recur")  # its usage lines, and shell completion's _RECUR_COMPLETE, as the script's
