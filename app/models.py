@@ -81,6 +81,7 @@ class RunTrigger(StrEnum):
     CATCH_UP = "catch_up"  # a tick missed while nothing ran it, run by the catch_up policy
     MANUAL = "manual"  # POST /schedules/{id}/trigger/
     BACKFILL = "backfill"  # POST /schedules/{id}/backfill/
+    AFTER = "after"  # another schedule's run ended (the schedule's `after`; app.chain.followers)
 
 
 class ConcurrencyPolicy(StrEnum):
@@ -203,6 +204,14 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
         ForeignKey("calendars.id", name="fk_scheduled_jobs_calendar_id"), nullable=True, index=True)
     on_calendar: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
+    # Runs that follow another schedule's runs (app.follows, app.chain.followers): the upstream schedule (same
+    # owner; no foreign key, so deleting it leaves this schedule simply never triggered), which of its outcomes
+    # trigger (succeeded, failed, ended), after how many seconds, and only_between's window for the trigger.
+    after_schedule_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
+    after_on: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    after_delay_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    after_within: Mapped[str | None] = mapped_column(String(32), nullable=True)
+
     # Fencing: bumped by every edit that re-plans; a link carries the revision it was planned under.
     revision: Mapped[int] = mapped_column(Integer, default=0)
     # The Run that has claimed the current tick and not yet finished; NULL when nothing runs.
@@ -258,6 +267,8 @@ class Run(db.Model):  # type: ignore[name-defined,misc]
     reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
     ticks: Mapped[int | None] = mapped_column(Integer, nullable=True)
     backfill_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    # A run triggered by another schedule's run (trigger `after`): that upstream run's id.
+    triggered_by_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
 
 
 class RunOutput(db.Model):  # type: ignore[name-defined,misc]
@@ -326,3 +337,28 @@ class TriggerRequest(db.Model):  # type: ignore[name-defined,misc]
     scheduled_for: Mapped[datetime] = mapped_column(UTCDateTime())
     # Retention: a key is remembered as long as runs are kept (RECUR_KEEP_RUNS_DAYS).
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class FollowTrigger(db.Model):  # type: ignore[name-defined,misc]
+    """An upstream run's end that triggers a run of a schedule following it (app.chain.followers), written in
+    the transaction that records the upstream outcome. Unique on (downstream, upstream run): never doubled.
+    pending until its run (attempt `attempt`, id `run_id`) ends, then done, or pending again for a retry;
+    skipped when the follower was paused, the time outside its window, or the run skipped by overlap."""
+
+    __tablename__ = "follow_triggers"
+    __table_args__ = (UniqueConstraint("downstream_id", "upstream_run_id", name="uq_follow_triggers_run"),
+                      # The dispatcher's page: pending triggers in order of due time, one index range.
+                      Index("ix_follow_triggers_pending", "status", "due_at"),
+                      {"sqlite_autoincrement": True})
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    downstream_id: Mapped[str] = mapped_column(ForeignKey("scheduled_jobs.id", ondelete="CASCADE"), index=True)
+    upstream_schedule_id: Mapped[str] = mapped_column(String(36))
+    upstream_run_id: Mapped[str] = mapped_column(String(36))
+    upstream_status: Mapped[str] = mapped_column(String(16))
+    due_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    status: Mapped[str] = mapped_column(String(16))  # pending, done, skipped
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    run_id: Mapped[str] = mapped_column(String(36), index=True)  # the current attempt's run
+    reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)  # retention: with the runs
