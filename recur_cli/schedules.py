@@ -41,12 +41,20 @@ _OTHER = (
     ("--catch-up-window", "catch_up_window_seconds", int, "Never run a tick older than this many seconds."),
     ("--catch-up-limit", "catch_up_limit", int, "catch_up all: at most this many missed ticks run."),
     ("--overlap", "overlap", str, "A tick due during a run: skip, buffer_one, buffer_all, cancel_other, allow_all."),
+    ("--trigger-node", "trigger_node_id", str, "Passed to every run as its trigger node."),
+    ("--alert-after", "alert_after_seconds", str,
+     "Send schedule.missed when no run started this many seconds after a due tick ('none': no alert)."),
+    ("--keep-runs-days", "keep_runs_days", str, "Keep its runs this many days ('none': the server's setting)."),
 )
+# Options that take a number or 'none' (sent as null: the API's "not set").
+_NUMBER_OR_NONE = ("alert_after_seconds", "keep_runs_days")
 
 
 def timing_options(command: F) -> F:
     for flag, dest, kind, text in reversed(_TIMING):
         command = click.option(flag, dest, type=kind, help=text)(command)
+    command = click.option("--day-or/--day-and", "day_or", default=None,
+                           help="cron: a day matching day-of-month OR day-of-week (the default), or AND.")(command)
     command = click.option("--calendar", "calendar", help="A calendar's id or name whose days it skips or shifts "
                            "off ('none': no calendar).")(command)
     command = click.option("--on-calendar", "on_calendar", type=click.Choice(["skip", "shift_next", "shift_previous"]),
@@ -77,7 +85,20 @@ def body_from(options: dict[str, Any]) -> dict[str, Any]:
         body["workflow_id"] = workflow_id(options["workflow"])
     if options.get("calendar") is not None:
         body["calendar_id"] = None if options["calendar"] == "none" else calendar_id(options["calendar"])
+    for name in _NUMBER_OR_NONE:
+        if name in body:
+            body[name] = _number_or_none(body[name], name)
     return body
+
+
+def _number_or_none(value: str, name: str) -> int | None:
+    if value.strip().lower() == "none":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a whole number or 'none'",
+                                 param_hint="--" + name.removesuffix("_seconds").replace("_", "-")) from None
 
 
 def workflow_id(given: str) -> int:
@@ -144,16 +165,18 @@ def schedules() -> None:
 @schedules.command("list")
 @click.option("--status", help="Only schedules in this status.")
 @click.option("--workflow", "workflow", help="Only schedules of this workflow (id or name).")
+@click.option("--owner", "owner_id", type=int, help="An admin: only this owner's schedules.")
 @click.option("--key", help="Only the schedule with this key.")
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0, help="Skip this many schedules (at most 10,000; deeper: --cursor).")
 @click.option("--cursor", default=None, help="Start after the page that printed this cursor.")
 @json_option
-def list_schedules(status: str | None, workflow: str | None, key: str | None, limit: int, offset: int,
-                   cursor: str | None) -> None:
+def list_schedules(status: str | None, workflow: str | None, owner_id: int | None, key: str | None, limit: int,
+                   offset: int, cursor: str | None) -> None:
     """List schedules, newest first, a page at a time through --cursor."""
     page = current().client.schedules.list(status=status, key=key, limit=limit, offset=offset, cursor=cursor,
-                                           workflow_id=workflow_id(workflow) if workflow else None)
+                                           workflow_id=workflow_id(workflow) if workflow else None,
+                                           owner_id=owner_id)
     if current().json:
         output.emit_json(page)
         return

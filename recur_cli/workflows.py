@@ -27,10 +27,11 @@ def workflows() -> None:
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0, help="Skip this many workflows (at most 10,000; deeper: --cursor).")
 @click.option("--cursor", default=None, help="Start after the page that printed this cursor.")
+@click.option("--owner", "owner_id", type=int, help="An admin: only this owner's workflows.")
 @json_option
-def list_workflows(limit: int, offset: int, cursor: str | None) -> None:
+def list_workflows(limit: int, offset: int, cursor: str | None, owner_id: int | None) -> None:
     """List workflows, oldest first, a page at a time through --cursor."""
-    page = current().client.workflows.list(limit=limit, offset=offset, cursor=cursor)
+    page = current().client.workflows.list(limit=limit, offset=offset, cursor=cursor, owner_id=owner_id)
     if current().json:
         output.emit_json(page)
         return

@@ -218,3 +218,31 @@ def test_shell_completion_through_click():
     env = {**os.environ, "_RECUR_COMPLETE": "bash_complete", "COMP_WORDS": "recur web", "COMP_CWORD": "1"}
     words = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60).stdout
     assert "webhooks" in words
+
+
+def test_every_schedule_field_and_list_filter_has_an_option(stack):
+    url, token = stack.api.base, stack.api.token
+
+    def run(*args: str, ok: bool = True):  # type: ignore[no-untyped-def]
+        return recur(url, token, *args, ok=ok)
+
+    run("workflows", "create", "leap", "builtin.noop")
+    made = run("schedules", "create", "--name", "leap mondays", "--workflow", "leap", "--cron", "0 0 29 2 1",
+               "--day-and", "--alert-after", "600", "--keep-runs-days", "3", "--trigger-node", "n1", "--json").json()
+    assert (made["day_or"], made["alert_after_seconds"], made["keep_runs_days"], made["trigger_node_id"]) == (
+        False, 600, 3, "n1")
+    assert made["next_run_at"].startswith("2044-02-29")  # a 29 February that is a Monday, not either
+    cleared = run("schedules", "edit", str(made["id"]), "--alert-after", "none", "--keep-runs-days", "None",
+                  "--json").json()
+    assert (cleared["alert_after_seconds"], cleared["keep_runs_days"]) == (None, None)
+    preview = run("schedules", "preview", "--cron", "0 0 29 2 1", "--day-and", "--count", "1", "--json").json()
+    assert preview["next_runs"][0]["utc"].startswith("2044-02-29")
+    bad = run("schedules", "edit", str(made["id"]), "--alert-after", "soon", ok=False)
+    assert bad.code == 2 and "--alert-after" in bad.err and "'none'" in bad.err
+
+    me = run("me", "--json").json()["id"]
+    other = stack.api.ok("POST", "/api/v1/owners/", {"name": "olga"})["id"]
+    assert [s["id"] for s in run("schedules", "list", "--owner", str(me), "--json").json()["items"]] == [made["id"]]
+    assert run("schedules", "list", "--owner", str(other), "--json").json()["items"] == []
+    assert [w["name"] for w in run("workflows", "list", "--owner", str(me), "--json").json()["items"]] == ["leap"]
+    assert run("workflows", "list", "--owner", str(other), "--json").json()["items"] == []
