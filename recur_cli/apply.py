@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import click
 
-from recur_cli import output
+from recur_cli import apply_calendars, output
 from recur_cli.applyfile import ApplyFile, FileError, load
 from recur_cli.client import ApiError, Client
 from recur_cli.context import current, json_option
@@ -59,6 +59,8 @@ def plan_for(client: Client, wanted: ApplyFile, prune: bool) -> Plan:
     # An admin's list holds every owner's webhooks; apply speaks for the caller's own only.
     webhooks = [cast(dict[str, Any], w) for w in client.webhooks.iterate() if w["owner_id"] == me["id"]] \
         if wanted.declares_webhooks else []
+    calendars = cast(list[dict[str, Any]], list(client.calendars.iterate(owner_id=me["id"]))) \
+        if wanted.declares_calendars or any("calendar" in s.fields for s in wanted.schedules) else []
     intervals: dict[str, int] = {}
 
     def interval_of(every: str) -> int:
@@ -68,7 +70,7 @@ def plan_for(client: Client, wanted: ApplyFile, prune: bool) -> Plan:
         return intervals[every]
 
     try:
-        return make_plan(wanted, workflows, schedules, interval_of, prune, webhooks)
+        return make_plan(wanted, workflows, schedules, interval_of, prune, webhooks, calendars)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -87,10 +89,14 @@ def execute(client: Client, plan: Plan) -> None:
     for step in plan.steps:
         if step.kind == "webhook" and step.action != UNCHANGED:
             _carry_out_webhook(client, step)
+    calendar_ids: dict[str, int] = {}
+    for step in plan.steps:
+        if step.kind == "calendar" and step.action != DELETE:
+            apply_calendars.carry_out(client, step, calendar_ids)
     for step in plan.steps:
         if step.kind != "schedule" or step.action == UNCHANGED:
             continue
-        body = dict(step.body)
+        body = apply_calendars.with_calendar_id(dict(step.body), calendar_ids, client)
         if step.workflow is not None:
             body["workflow_id"] = workflow_ids.get(step.workflow) or _workflow_id(client, step.workflow)
         try:
@@ -102,6 +108,9 @@ def execute(client: Client, plan: Plan) -> None:
                 client.schedules.delete(step.target)
         except ApiError as exc:
             raise type(exc)(exc.status, f"schedule {step.name}: {exc.message}", exc.errors, exc.body) from None
+    for step in plan.steps:  # last: the schedules that used a pruned calendar were pruned or moved above
+        if step.kind == "calendar" and step.action == DELETE:
+            apply_calendars.carry_out(client, step, calendar_ids)
 
 
 def _carry_out_webhook(client: Client, step: Step) -> None:
@@ -137,13 +146,14 @@ def report(plan: Plan, dry_run: bool, err: bool = False) -> None:
     if current().json:
         output.emit_json({"dry_run": dry_run, "steps": [s.as_dict() for s in plan.steps],
                           "summary": _summary(plan),
-                          "summaries": {kind: _summary(plan, kind) for kind in ("workflow", "webhook", "schedule")}})
+                          "summaries": {kind: _summary(plan, kind)
+                                        for kind in ("workflow", "webhook", "calendar", "schedule")}})
         return
     for step in plan.steps:
         click.echo(_line(step), err=err)
         if step.secret is not None:
             click.echo(f"          {_SECRET_NOTE}: {step.secret}", err=err)
-    for kind in ("workflow", "webhook"):
+    for kind in ("workflow", "webhook", "calendar"):
         if any(s.kind == kind for s in plan.steps):
             click.echo(f"{kind}s: {_counts(plan, kind, dry_run)}", err=err)
     click.echo(("plan: " if dry_run else "") + _counts(plan, "schedule", dry_run)

@@ -15,7 +15,8 @@ import yaml
 
 # Relative to the moment it is applied, so a second apply would always see a change: files use `at`.
 NOT_IN_FILES = {"after_seconds": "give `at` (an instant) instead: after_seconds would move on every apply",
-                "workflow_id": "name the workflow with `workflow: NAME` (ids differ between servers)"}
+                "workflow_id": "name the workflow with `workflow: NAME` (ids differ between servers)",
+                "calendar_id": "name the calendar with `calendar: NAME` (ids differ between servers)"}
 
 
 class FileError(Exception):
@@ -55,6 +56,10 @@ class ApplyFile:
     # Only a file with a `webhooks` entry (even an empty list) speaks for the owner's webhooks: --prune
     # deletes the ones it does not list. A file without one leaves every webhook alone.
     declares_webhooks: bool = False
+    # A file's `calendars` (recur_cli.apply_calendars.CalendarSpec), matched by name; --prune deletes the
+    # owner's unlisted calendars only when the file has a `calendars` entry.
+    calendars: list[Any] = field(default_factory=list)
+    declares_calendars: bool = False
 
 
 def load(text: str, source: str = "the file") -> ApplyFile:
@@ -66,10 +71,10 @@ def load(text: str, source: str = "the file") -> ApplyFile:
         document = {}
     if not isinstance(document, dict):
         raise FileError(f"{source}: the top level must be a mapping with `workflows` and `schedules`")
-    unknown = set(document) - {"workflows", "schedules", "webhooks"}
+    unknown = set(document) - {"workflows", "schedules", "webhooks", "calendars"}
     if unknown:
-        raise FileError(f"{source}: unknown top-level entries {sorted(unknown)}; only workflows, schedules and "
-                        "webhooks")
+        raise FileError(f"{source}: unknown top-level entries {sorted(unknown)}; only workflows, schedules, "
+                        "webhooks and calendars")
     workflows = [_workflow(item, i) for i, item in enumerate(_list(document, "workflows"))]
     names = [w.name for w in workflows]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -85,7 +90,10 @@ def load(text: str, source: str = "the file") -> ApplyFile:
     twice = sorted({u for u in urls if urls.count(u) > 1})
     if twice:
         raise FileError(f"webhook URLs listed more than once: {twice} (give one entry all its event types)")
-    return ApplyFile(workflows, schedules, webhooks, "webhooks" in document)
+    from recur_cli.apply_calendars import calendars_of  # it builds on this module's FileError and jsonable
+
+    return ApplyFile(workflows, schedules, webhooks, "webhooks" in document, calendars_of(document),
+                     "calendars" in document)
 
 
 def _list(document: dict[str, Any], name: str) -> list[Any]:

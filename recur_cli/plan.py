@@ -65,10 +65,13 @@ class Plan:
 
 
 def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: list[dict[str, Any]],
-              interval_of: Callable[[str], int], prune: bool, webhooks: list[dict[str, Any]] | None = None) -> Plan:
+              interval_of: Callable[[str], int], prune: bool, webhooks: list[dict[str, Any]] | None = None,
+              calendars: list[dict[str, Any]] | None = None) -> Plan:
     """`workflows`, `schedules` and `webhooks` are the owner's own, as the API lists them; `interval_of(every)`
     asks the server what interval an `every` text stands for. Steps come workflows first, then webhooks,
     then schedules: the order they are carried out in."""
+    from recur_cli.apply_calendars import calendar_change, calendar_steps, pruned_calendar_steps  # on Step
+
     steps: list[Step] = []
     by_name: dict[str, list[dict[str, Any]]] = {}
     for workflow in workflows:
@@ -89,6 +92,8 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
         else:
             steps.append(Step("workflow", flow.name, UNCHANGED, target=found[0]["id"]))
     steps.extend(_webhook_steps(wanted, webhooks or [], prune))
+    steps.extend(calendar_steps(wanted.calendars, calendars or []))
+    calendar_names = {c["id"]: c["name"] for c in calendars or []}
     declared = {w.name for w in wanted.workflows}
     for spec in wanted.schedules:
         if spec.workflow not in declared and len(by_name.get(spec.workflow, [])) != 1:
@@ -104,6 +109,11 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
             continue
         changes = {}
         for name, value in spec.fields.items():
+            if name == "calendar":  # by name: compared with the name of the calendar its calendar_id names
+                changed = calendar_change(value, current, calendar_names)
+                if changed is not None:
+                    changes[name] = changed
+                continue
             now, after = _compared(name, current, value, interval_of)
             if now != after:
                 changes[name] = (now, after)
@@ -118,6 +128,8 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
         for key, current in sorted(keyed.items()):
             if key not in listed:
                 steps.append(Step("schedule", key, DELETE, target=current["id"]))
+    if prune and wanted.declares_calendars:
+        steps.extend(pruned_calendar_steps(wanted.calendars, calendars or []))
     return Plan(steps)
 
 
