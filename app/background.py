@@ -26,7 +26,7 @@ from app.chain.mover import Mover
 from app.chain.redis_links import queue_named
 from app.extensions import db, get_queue, get_redis, queue_names
 from app.notify import watch
-from app.outside_runs import waiting
+from app.outside_runs import triggered, waiting
 from app.reconcile_stats import count_pass
 from app.recovery import reconcile
 
@@ -51,6 +51,15 @@ class LockLost(Exception):
 
 # Set for `every` seconds when a periodic pass ends: the other workers' loops skip theirs until it lapses.
 RECONCILED_KEY = "recur:reconciled"
+# Set by every background loop as it pulses, for a while longer than it pulses: a worker started without
+# one (an `rq worker` whose background.py is not running) says so.
+BACKGROUND_SEEN_KEY = "recur:background-seen"
+BACKGROUND_SEEN_MS = 15_000
+
+
+def background_seen(redis: Redis) -> bool:
+    """Whether some background loop ran in the last BACKGROUND_SEEN_MS."""
+    return bool(redis.exists(BACKGROUND_SEEN_KEY))
 
 
 T = TypeVar("T")
@@ -163,6 +172,7 @@ def start_waiting(app: Flask) -> None:
     with app.app_context():
         try:
             waiting.start_waiting()
+            triggered.dispatch_due(clock.utcnow())  # runs that follow other runs, once due
         finally:
             db.session.remove()
 
@@ -187,6 +197,7 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
             if clock.monotonic() >= next_pulse:  # Redis answers: a lease it lets lapse is a lost worker's
                 next_pulse = clock.monotonic() + pulse_every(lease_seconds)
                 pulse(redis, lease_seconds, redis_timeout)
+                redis.set(BACKGROUND_SEEN_KEY, os.getpid(), px=max(BACKGROUND_SEEN_MS, int(every * 2000)))
             for mover in movers:
                 mover.move_due(clock.utcnow())
             if clock.monotonic() >= next_reconcile:
@@ -212,8 +223,9 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
         stop.wait(wait)
 
 
-def background_process_main(app: Flask, parent_pid: int) -> None:
-    """Entry of the forked helper process: exits on SIGTERM/SIGINT or when its worker dies."""
+def background_process_main(app: Flask, parent_pid: int | None) -> None:
+    """Entry of the forked helper process: exits on SIGTERM/SIGINT or when its worker dies (with no
+    `parent_pid`, a process started on its own: background.py, beside `rq worker` processes)."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
