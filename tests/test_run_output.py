@@ -168,5 +168,12 @@ def test_the_chart_has_a_time_axis_in_the_pages_zone():
     assert axis_labels(nominals[:2], "UTC") == [(0, "12:00:00"), (1, "12:05:00")]
     two_days = [datetime(2026, 3, 2, 23, tzinfo=UTC), datetime(2026, 3, 3, 1, tzinfo=UTC)]
     assert axis_labels(two_days, "UTC") == [(0, "03-02 23:00"), (1, "03-03 01:00")]
-    svg = timeline([Point(n, 0.5, 1.0, "succeeded") for n in nominals], zone="Europe/Berlin")
-    assert ">Europe/Berlin</text>" in svg and ">13:00</text>" in svg and ">13:55</text>" in svg
+    svg = timeline([Point(n, 0.5, 1.0, "succeeded") for n in reversed(nominals)], zone="Europe/Berlin")
+    assert ">Europe/Berlin</text>" in svg and svg.index(">13:00</text>") < svg.index(">13:55</text>")  # in order
+
+
+def test_a_lone_runs_time_sits_under_its_column():
+    from app.console.chart import Point, timeline
+
+    svg = timeline([Point(datetime(2026, 3, 2, 12, tzinfo=UTC), 0.1, 0.2, "failed")])
+    assert 'text-anchor="middle">12:00:00</text>' in svg

@@ -36,8 +36,9 @@ AXIS_LABELS = 5  # at most this many times under the chart
 
 
 def axis_labels(nominals: list[datetime], zone: str = "UTC") -> list[tuple[int, str]]:
-    """(column, text) of the time axis: the first and last runs and evenly spaced ones between, in `zone`,
-    as precise as the span they cover needs (seconds within ten minutes, the date past a day)."""
+    """(column, text) of the time axis under columns of runs in nominal order: the first and last runs and
+    evenly spaced ones between, in `zone`, as precise as the span they cover needs (seconds within ten
+    minutes, the date past a day)."""
     if not nominals:
         return []
     tz = UTC if zone == "UTC" else ZoneInfo(zone)
@@ -50,7 +51,9 @@ def axis_labels(nominals: list[datetime], zone: str = "UTC") -> list[tuple[int, 
 
 
 def timeline(points: list[Point], width: int = 720, panel: int = 90, zone: str = "UTC") -> Markup:
-    """Two panels (lateness, duration), oldest run on the left, over a time axis in `zone`."""
+    """Two panels (lateness, duration), a column per run in the order of their nominal times (a backfill's
+    runs among the ticks they stand for), over a time axis in `zone`."""
+    points = sorted(points, key=lambda p: p.nominal)
     left, gap, top = 64, 26, 18
     height = top + panel + gap + panel + 36
     if not points:
@@ -77,7 +80,8 @@ def timeline(points: list[Point], width: int = 720, panel: int = 90, zone: str =
     parts.append(f'<text class="axis" x="4" y="{axis + 26}">{escape(zone)}</text>')
     for column, text in axis_labels([p.nominal for p in points], zone):
         x = left + column * step + step / 2
-        anchor = "start" if column == 0 and len(points) > 1 else "end" if column == len(points) - 1 else "middle"
+        anchor = ("middle" if len(points) == 1 or 0 < column < len(points) - 1
+                  else "start" if column == 0 else "end")
         parts.append(f'<line x1="{x:.1f}" y1="{axis}" x2="{x:.1f}" y2="{axis + 4}" class="base"/>')
         parts.append(f'<text class="axis tick" x="{x:.1f}" y="{axis + 16}" text-anchor="{anchor}">'
                      f'{escape(text)}</text>')
