@@ -298,3 +298,26 @@ def test_bulk_pause_resume_and_delete_of_ticked_schedules_only_the_callers(app, 
     assert gone.status_code == 302
     db.session.expire_all()
     assert sorted(s.name for s in db.session.query(ScheduledJob)) == ["admins", "s2", "s3"]
+
+
+def test_each_new_page_renders_in_the_zone_asked_for_with_utc_on_hover(app, client):
+    from app.notify.models import Webhook
+
+    app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
+    schedule_id = _schedule(client, timezone="Europe/Berlin")
+    workflow = client.get("/api/v1/workflows/").json["items"][0]["id"]
+    assert client.post("/api/v1/webhooks/", json={"url": "http://127.0.0.1:9/in",
+                                                  "event_types": ["run.failed"]}).status_code == 201
+    webhook = db.session.query(Webhook).one()
+    _failed_delivery(webhook.id)
+    browser = signed_in_browser(app, token_for_app(app))
+    paths = ["/webhooks", f"/webhooks/{webhook.id}", "/tokens", "/owners", f"/workflows/{workflow}/edit",
+             f"/workflows/{workflow}/breaker", f"/schedules/{schedule_id}/events", f"/webhooks/{webhook.id}/delete",
+             "/owners/1/delete"]
+    for path in paths:
+        page = browser.get(path, base_url=HTTPS)
+        assert page.status_code in (200, 302), path
+    trail = browser.get(f"/schedules/{schedule_id}/events", base_url=HTTPS).data.decode()
+    assert " CET</time>" in trail and 'title="' in trail and " UTC" in trail  # the schedule's zone, UTC on hover
+    log = browser.get(f"/webhooks/{webhook.id}?tz=America/New_York", base_url=HTTPS).data.decode()
+    assert " EST</time>" in log
