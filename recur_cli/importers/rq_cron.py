@@ -16,7 +16,7 @@ from recur_cli.importers.declarations import Declared, ImportedCode, importable,
 DEFAULT_RESULT_TTL = 500
 NOT_CARRIED = {
     "result_ttl": "result_ttl (how long RQ keeps a result): Recur keeps runs by keep_runs_days and "
-                  "RECUR_RETAIN_RUNS_DAYS",
+                  "RECUR_KEEP_RUNS_DAYS",
     "ttl": "ttl (how long a job may wait in the queue): catch_up_window_seconds is the nearest",
     "failure_ttl": "failure_ttl: a failed run is kept as every run is",
     "meta": "meta: a run has no metadata of the job's own",
