@@ -23,6 +23,7 @@ from app.chain.leases import EPOCH_KEY, holders, pulse
 from app.chain.link_lookup import QueuedIds, pending_revisions
 from app.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus
+from app.outside_runs import triggered
 from app.outside_runs.backfills import resume_backfills
 from app.outside_runs.queueing import forget_lost_jobs
 from app.outside_runs.reaper import reap
@@ -78,6 +79,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
             report.runs_written_off += reap(now, lease_grace, leases_tell)
             forget_lost_jobs()
             resume_backfills(now)
+            triggered.resume_queued(now)  # runs that follow other runs, lost on their way
             return report
         if between_batches is not None and report.checked:
             between_batches()

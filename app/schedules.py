@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
-from app import timing
+from app import follows, timing
 from app.auth import audit, quotas
 from app.calendars.models import Calendar
 from app.chain import planning
@@ -104,6 +104,7 @@ def create(data: dict[str, Any], now: datetime) -> ScheduledJob:
     # come first, so the lock is held for the workflow lookup, the insert and the commit only.
     schedule.queue = _require_workflow(data["workflow_id"], schedule.owner_id).queue  # its links' queue
     require_calendar(schedule.calendar_id, schedule.owner_id)
+    _follow(schedule, data, None)
     _require_free_key(schedule.owner_id, schedule.key, None)
     quotas.require_room(schedule.owner_id, "schedules", now)  # QuotaExceeded: the API and the console answer it
     db.session.add(schedule)
@@ -124,6 +125,7 @@ def update(schedule_id: str, data: dict[str, Any], now: datetime) -> ScheduledJo
     if data.get("key") is not None and data["key"] != schedule.key:
         _require_free_key(schedule.owner_id, data["key"], schedule.id)
     require_calendar(data.get("calendar_id"), schedule.owner_id)
+    _follow(schedule, data, schedule.id)
     audit.record(schedule.id, schedule.owner_id, "update", now,
                  {key: audit.jsonable(value) for key, value in data.items()})
     columns = timing_columns(data, now)
@@ -312,6 +314,18 @@ def _require_workflow(workflow_id: int, owner_id: int) -> Workflow:
     if workflow is None or workflow.owner_id != owner_id:
         raise Invalid({"workflow_id": [f"workflow {workflow_id} does not exist"]})
     return workflow
+
+
+def _follow(schedule: ScheduledJob, data: dict[str, Any], schedule_id: str | None) -> None:
+    """The schedule's `after`, when the request gives it (null: it follows nothing any more)."""
+    if "after" not in data:
+        return
+    try:
+        columns = follows.after_columns(data["after"], schedule.owner_id, schedule_id)
+    except follows.Refused as exc:
+        raise Invalid({"after": [str(exc)]}) from exc
+    for column, value in columns.items():
+        setattr(schedule, column, value)
 
 
 def require_calendar(calendar_id: int | None, owner_id: int | None) -> None:

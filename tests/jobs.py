@@ -145,3 +145,20 @@ def noisy(event: TaskEvent) -> object:
     if payload.get("raise", True):
         raise ValueError("noisy task fails on purpose")
     return payload.get("result")
+
+
+@task("tests.follow_step")
+def follow_step(event: TaskEvent) -> None:
+    """Appends `schedule_id scheduled_for pid` to payload `path`; with `hold` (seconds) and `marker` (a
+    file), the first call that finds no marker makes it and sleeps `hold` (a run to kill), later ones return;
+    with `fail_first`, that first call raises instead."""
+    payload = event["payload"] or {}
+    with open(payload["path"], "a") as fh:
+        fh.write(f"{event['scheduled_job_id']} {event['scheduled_for']} {os.getpid()}\n")
+    marker = payload.get("marker")
+    if marker and not os.path.exists(marker):
+        with open(marker, "w") as fh:
+            fh.write(str(os.getpid()))
+        if payload.get("fail_first"):
+            raise RuntimeError("fails on purpose, the first time")
+        time.sleep(payload.get("hold", 0))

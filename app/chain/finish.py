@@ -11,7 +11,7 @@ from datetime import datetime
 
 from app import metrics, rawsql
 from app.auth import audit
-from app.chain import finish_events, gaps, invalid, outcome, rows
+from app.chain import finish_events, followers, gaps, invalid, outcome, rows
 from app.chain.capture import Captured
 from app.extensions import db
 from app.models import Run, RunStatus, RunTrigger, ScheduledJob, ScheduleStatus
@@ -53,6 +53,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
         schedule, has_breaker = rows.locked_of(row)
         before = schedule.status
         finish_events.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, has_breaker)
+        followers.after_run(tx, schedule, run_id, trigger, status, now)  # triggers of followers, same commit
         if schedule.running_run_id != run_id:
             # A run outside the chain (manual, backfill, a detached tick), or a chain run already written
             # off (whose record was finished first, so it never gets here).
@@ -77,10 +78,10 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
 
 def _finish_outside(tx: rawsql.Transaction, schedule: ScheduledJob, status: RunStatus, error: str | None,
                     trigger: str, now: datetime) -> ScheduledJob | None:
-    """The outcome of a run that does not hold the chain. A manual or backfill run changes nothing of its
+    """The outcome of a run that does not hold the chain. A manual, backfill or triggered run changes nothing of its
     schedule (it does not count against total_repeats); a detached tick counts (outcome.apply_outside).
     Returns the row only when it stopped (the caller then withdraws its link)."""
-    if trigger in (RunTrigger.MANUAL.value, RunTrigger.BACKFILL.value):
+    if trigger in (RunTrigger.MANUAL.value, RunTrigger.BACKFILL.value, RunTrigger.AFTER.value):
         return None
     if schedule.status != ScheduleStatus.ACTIVE.value:
         return None

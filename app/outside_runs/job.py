@@ -16,14 +16,14 @@ from sqlalchemy import bindparam, insert, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app import clock, logs, metrics, rawsql
-from app.chain import concurrency, gaps, rows, running, workflow_breaker
+from app.chain import concurrency, followers, gaps, rows, running, workflow_breaker
 from app.chain.attempt import execute_task
 from app.chain.finish import finish_run
 from app.chain.ids import outside_job_id
 from app.chain.leases import Lease
 from app.chain.running import list_running
 from app.extensions import db, get_redis
-from app.models import Backfill, ConcurrencyPolicy, Run, RunStatus, ScheduledJob, UTCDateTime, Workflow
+from app.models import Backfill, ConcurrencyPolicy, Run, RunStatus, RunTrigger, ScheduledJob, UTCDateTime, Workflow
 from app.outside_runs.backfills import continue_backfill
 from app.outside_runs.queueing import QUEUED_KEY
 from app.outside_runs.waiting import Parked, park, start_waiting
@@ -51,6 +51,7 @@ _INSERT_RUN = rawsql.Statement(insert(_RUNS).values(
     finished_at=bindparam("p_finished_at", type_=UTCDateTime()), status=bindparam("p_status"),
     error=bindparam("p_error"), worker=bindparam("p_worker"), trigger=bindparam("p_trigger"),
     reason=bindparam("p_reason"), ticks=bindparam("p_ticks"), backfill_id=bindparam("p_backfill_id"),
+    triggered_by_run_id=bindparam("p_triggered_by"),
 ))
 _BACKFILL_STATUS = rawsql.Statement(select(_BACKFILLS.c.status).where(_BACKFILLS.c.id == bindparam("p_id")))
 
@@ -129,7 +130,7 @@ def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overl
     values: dict[str, Any] = {
         "p_id": schedule_id, "p_run_id": run_id, "p_scheduled_for": nominal, "p_now": now, "p_worker": worker,
         "p_trigger": trigger, "p_backfill_id": backfill_id, "p_finished_at": None, "p_error": None,
-        "p_reason": None, "p_ticks": None, "p_status": RunStatus.RUNNING.value,
+        "p_reason": None, "p_ticks": None, "p_status": RunStatus.RUNNING.value, "p_triggered_by": None,
     }
     rows.end_session_transaction()
     try:
@@ -139,6 +140,9 @@ def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overl
                 tx.rollback()
                 return "gone"
             name, payload, timeout_seconds, own_overlap, workflow_id, task, limit, limit_policy, threshold = row
+            if trigger == RunTrigger.AFTER.value:  # the upstream run that triggered it (app.chain.followers)
+                upstream = tx.first(followers.UPSTREAM_OF_RUN, {"p_run_id": run_id})
+                values["p_triggered_by"] = upstream[0] if upstream else None
             policy = overlap or own_overlap
             to_stop: list[str] = []
             if concurrency.another_is_running(tx, schedule_id):

@@ -42,6 +42,8 @@ class RunOut(Schema):
     reason = out(fields.String(allow_none=True))
     ticks = out(fields.Integer(allow_none=True))
     backfill_id = out(fields.String(allow_none=True))
+    triggered_by_run_id = out(fields.String(allow_none=True, metadata={
+        "description": "For a run of trigger `after`: the upstream run whose end triggered it."}))
 
 
 class RunDetailOut(RunOut):

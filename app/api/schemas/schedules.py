@@ -15,6 +15,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 from app import timing
 from app.api.schemas.common import Cursor, OwnedPageIn, page_of
 from app.api.schemas.fields import INT_MAX, Instant, Iso, instant, iso, out, whole
+from app.api.schemas.follows import AFTER_DOC, AfterIn, after_of
 from app.api.schemas.runs import RunBriefOut
 from app.models import PAUSE_NOTE_MAX, OnExhausted, ScheduledJob, ScheduleStatus
 from app.policies import CatchUpPolicy, OverlapPolicy
@@ -126,6 +127,7 @@ class ScheduleIn(TimingIn):
     overlap = fields.String(validate=validate.OneOf([p.value for p in OverlapPolicy]))
     alert_after_seconds = whole(1, MAX_ALERT_AFTER_SECONDS, allow_none=True)  # null: no missed-run alert
     keep_runs_days = whole(1, MAX_KEEP_RUNS_DAYS, allow_none=True)  # null: RECUR_KEEP_RUNS_DAYS
+    after = fields.Nested(AfterIn, allow_none=True)  # runs that follow another schedule's (null: none)
 
 
 class PauseIn(Schema):
@@ -204,6 +206,7 @@ class ScheduleOut(Schema):
     overlap = out(fields.String())
     alert_after_seconds = out(fields.Integer(allow_none=True))
     keep_runs_days = out(fields.Integer(allow_none=True))
+    after = out(fields.Function(after_of, allow_none=True, metadata=AFTER_DOC))
     health = out(fields.String())
     late_since = out(Iso(allow_none=True))
     status = out(fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus])))

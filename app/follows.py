@@ -1,0 +1,82 @@
+"""A schedule's `after`: which schedule's runs it follows, checked when it is set. The upstream is one of the
+follower's own owner's schedules, named by id or key (another owner's is, to it, no schedule); a chain of
+followers never comes back to where it started; an upstream has at most MAX_FOLLOWERS followers.
+
+The chain's part (the triggers a finish writes) is app.chain.followers; the dispatcher's app.outside_runs.triggered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+
+from app.auth.models import Owner
+from app.chain.followers import MAX_FOLLOWERS
+from app.extensions import db
+from app.models import ScheduledJob
+from app.policies.follow import FollowOn
+
+# How many links `after` may chain (A after B after C ...): the cycle check reads one row per link.
+MAX_DEPTH = 32
+COLUMNS = ("after_schedule_id", "after_on", "after_delay_seconds", "after_within")
+
+
+class Refused(Exception):
+    """`after` names no schedule of the owner, closes a cycle, or one too many (a 422 on the field "after")."""
+
+
+def after_columns(after: dict[str, Any] | None, owner_id: int, schedule_id: str | None) -> dict[str, Any]:
+    """The columns of a schedule's `after` (all None: it follows nothing). `schedule_id`: the follower (None
+    while it is being created, when nothing can follow it yet and so no cycle can pass through it)."""
+    if after is None:
+        return dict.fromkeys(COLUMNS)
+    if not after.get("schedule"):  # a PATCH loads `after` partially too: the upstream is still required
+        raise Refused("schedule: give the upstream schedule's id or key")
+    upstream = _upstream(after["schedule"], owner_id)
+    if schedule_id is not None:
+        _lock_owner(owner_id)  # two edits that would close a cycle between them take turns
+        _refuse_cycle(upstream.id, schedule_id, owner_id)
+    followers = db.session.scalar(select(func.count()).select_from(ScheduledJob).where(
+        (ScheduledJob.after_schedule_id == upstream.id) & (ScheduledJob.owner_id == owner_id)
+        & (ScheduledJob.id != (schedule_id or ""))))
+    if (followers or 0) >= MAX_FOLLOWERS:
+        raise Refused(f"schedule {after['schedule']!r} has {MAX_FOLLOWERS} followers already, the most it may have")
+    return {"after_schedule_id": upstream.id, "after_on": after.get("on") or FollowOn.SUCCEEDED.value,
+            "after_delay_seconds": after.get("delay_seconds") or 0, "after_within": after.get("within")}
+
+
+def _upstream(ref: str, owner_id: int) -> ScheduledJob:
+    """The owner's schedule with this id, else with this key; the same refusal whether none has it or another
+    owner's does."""
+    for column in (ScheduledJob.id, ScheduledJob.key):
+        upstream = db.session.scalars(select(ScheduledJob).where(
+            (ScheduledJob.owner_id == owner_id) & (column == ref))).first()
+        if upstream is not None:
+            return upstream
+    raise Refused(f"no schedule with id or key {ref!r}")
+
+
+def _lock_owner(owner_id: int) -> None:
+    db.session.execute(select(Owner.id).where(Owner.id == owner_id).with_for_update())
+
+
+def _refuse_cycle(upstream_id: str, follower_id: str, owner_id: int) -> None:
+    """Walk `after` up from the new upstream: meeting the follower again would close a cycle."""
+    current: str | None = upstream_id
+    for _ in range(MAX_DEPTH):
+        if current is None:
+            return
+        if current == follower_id:
+            raise Refused("this would make a cycle: the schedule would follow itself, through its upstream chain")
+        current = db.session.scalar(select(ScheduledJob.after_schedule_id).where(
+            (ScheduledJob.id == current) & (ScheduledJob.owner_id == owner_id)))
+    raise Refused(f"the upstream chain is longer than {MAX_DEPTH} schedules")
+
+
+def followers_of(schedule: ScheduledJob) -> list[ScheduledJob]:
+    """The schedules that follow this one (at most MAX_FOLLOWERS), for its page."""
+    rows = db.session.scalars(select(ScheduledJob).where(
+        (ScheduledJob.after_schedule_id == schedule.id) & (ScheduledJob.owner_id == schedule.owner_id))
+        .order_by(ScheduledJob.name, ScheduledJob.id).limit(MAX_FOLLOWERS))
+    return list(rows)
