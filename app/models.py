@@ -182,6 +182,19 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
     alert_after_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
     health: Mapped[str] = mapped_column(String(8), default="ok", server_default="ok")
     late_since: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # overlap allow_all / cancel_other: the nominal time of the oldest tick whose run left the chain since the
+    # schedule's last success (the chain's next_run_at has moved on past it); NULL: none. The missed-run
+    # alert waits on it as on next_run_at (app.policies.alerts.expected_tick).
+    detached_since: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Alerts on long and late runs and on failure streaks (app.policies.run_alerts; NULL: no alert):
+    # run.long once per run going after long_after_seconds, run.late once per run started more than
+    # late_after_seconds after its nominal time, schedule.failing once when failing_streak reaches
+    # failing_after (failing_since set until the next success, which emits schedule.recovered).
+    long_after_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    late_after_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    failing_after: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    failing_streak: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    failing_since: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # Why and when the schedule was paused (by a caller, or by on_exhausted=pause); cleared on resume.
     pause_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
@@ -269,6 +282,9 @@ class Run(db.Model):  # type: ignore[name-defined,misc]
     backfill_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     # A run triggered by another schedule's run (trigger `after`): that upstream run's id.
     triggered_by_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    # When run.late / run.long was emitted for this run (in the same transaction): each at most once.
+    late_alerted_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    long_alerted_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class RunOutput(db.Model):  # type: ignore[name-defined,misc]
@@ -290,7 +306,9 @@ class BreakerTransition(db.Model):  # type: ignore[name-defined,misc]
     """The append-only history of a workflow's circuit breaker."""
 
     __tablename__ = "breaker_transitions"
-    __table_args__ = {"sqlite_autoincrement": True}
+    # A workflow's breaker as it stood at a time (app.explain): one range of (workflow_id, at).
+    __table_args__ = (Index("ix_breaker_transitions_workflow_at", "workflow_id", "at"),
+                      {"sqlite_autoincrement": True})
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"), index=True)
