@@ -69,7 +69,6 @@ def test_a_capture_keeps_its_own_threads_output_and_logs_only_and_passes_everyth
         logging.getLogger("elsewhere").warning("another thread's log line")
         other.append("ran")
 
-    before = sys.stdout
     with Capture(4096) as capture:
         print("to stdout")
         print("to stderr", file=sys.stderr)
@@ -77,7 +76,9 @@ def test_a_capture_keeps_its_own_threads_output_and_logs_only_and_passes_everyth
         thread = threading.Thread(target=elsewhere)
         thread.start()
         thread.join()
-    assert sys.stdout is before and other == ["ran"]
+    print("after the capture")
+    logging.getLogger("tests.capture").warning("after the capture")
+    assert other == ["ran"]
     captured = capture.captured(ValueError("boom"), None)
     assert captured.output == "to stdout\nto stderr\n"
     assert captured.logs is not None and captured.logs.endswith("WARNING tests.capture: a warning with arguments\n")

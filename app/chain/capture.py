@@ -117,53 +117,76 @@ def traceback_text(exc: BaseException, limit: int) -> str:
     return bounded("".join(traceback.format_exception(exc)), limit) or ""
 
 
-class _ThreadStream(io.TextIOBase):
-    """Stands in for sys.stdout or sys.stderr: the task's thread writes to the capture and the stream
-    before it; other threads only to the stream before it."""
+# The capture running in each thread (by thread id): the streams and the root handler below are put in
+# place once per process, and a capture only registers here, so a run pays a dictionary write for it.
+_running: dict[int, Capture] = {}
 
-    def __init__(self, before: TextIO, kept: Bounded, thread: int) -> None:
-        self._before = before
-        self._kept = kept
-        self._thread = thread
+
+class _Router(io.TextIOBase):
+    """Stands in for sys.stdout or sys.stderr: everything goes to the stream before it, and what a thread
+    running a task writes goes to its capture as well."""
+
+    def __init__(self, before: TextIO) -> None:
+        self.before = before
 
     def write(self, text: str) -> int:
-        if threading.get_ident() == self._thread:
-            self._kept.write(text)
-        return self._before.write(text)
+        capture = _running.get(threading.get_ident())
+        if capture is not None:
+            capture.output.write(text)
+        return self.before.write(text)
 
     def flush(self) -> None:
-        self._before.flush()
+        self.before.flush()
 
     def isatty(self) -> bool:
-        return False
+        return self.before.isatty()
 
     def fileno(self) -> int:
-        return self._before.fileno()
+        return self.before.fileno()
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self._before, "encoding", "utf-8")
+        return getattr(self.before, "encoding", "utf-8")
+
+    def __getattr__(self, name: str) -> Any:  # buffer, errors, reconfigure ...: the stream's own
+        return getattr(self.before, name)
 
 
-class _ThreadHandler(logging.Handler):
-    """A root handler that keeps the records the task's thread emits."""
+class _RootHandler(logging.Handler):
+    """On the root logger: a record emitted by a thread running a task goes to its capture."""
 
-    def __init__(self, kept: Bounded, thread: int) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._kept = kept
-        self._thread = thread
         formatter = logging.Formatter(LOG_FORMAT)
         formatter.converter = time.gmtime  # whatever the worker host's zone
         self.setFormatter(formatter)
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.thread == self._thread
-
     def emit(self, record: logging.LogRecord) -> None:
+        capture = _running.get(record.thread) if record.thread is not None else None
+        if capture is None:
+            return
         try:
-            self._kept.write(self.format(record) + "\n")
+            capture.logs.write(self.format(record) + "\n")
         except Exception:  # noqa: BLE001 - a record that will not format is logging's to report
             self.handleError(record)
+
+
+_handler: _RootHandler | None = None
+
+
+def _put_in_place() -> None:
+    """The routers and the root handler, once per process; again if something replaced them since (a
+    logging setup that set the root's handlers, a test harness that swapped the streams)."""
+    global _handler
+    if not isinstance(sys.stdout, _Router):
+        sys.stdout = _Router(sys.stdout)
+    if not isinstance(sys.stderr, _Router):
+        sys.stderr = _Router(sys.stderr)
+    if _handler is None:
+        _handler = _RootHandler()
+    root = logging.getLogger()
+    if _handler not in root.handlers:
+        root.addHandler(_handler)
 
 
 class Capture:
@@ -172,29 +195,23 @@ class Capture:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._output = Bounded(limit)
-        self._logs = Bounded(limit)
+        self.output = Bounded(limit)
+        self.logs = Bounded(limit)
         self._thread = threading.get_ident()
-        self._handler = _ThreadHandler(self._logs, self._thread)
-        self._streams: tuple[Any, Any] | None = None
 
     def __enter__(self) -> Capture:
-        self._streams = (sys.stdout, sys.stderr)
-        sys.stdout = _ThreadStream(sys.stdout, self._output, self._thread)
-        sys.stderr = _ThreadStream(sys.stderr, self._output, self._thread)
-        logging.getLogger().addHandler(self._handler)
+        _put_in_place()
+        _running[self._thread] = self
         return self
 
     def __exit__(self, *exc: object) -> None:
-        logging.getLogger().removeHandler(self._handler)
-        if self._streams is not None:
-            sys.stdout, sys.stderr = self._streams
-            self._streams = None
+        if _running.get(self._thread) is self:
+            del _running[self._thread]
 
     def captured(self, error: BaseException | None = None, result: Any = None) -> Captured:
         return Captured(
             traceback=traceback_text(error, self.limit) if error is not None else None,
-            output=self._output.text(),
-            logs=self._logs.text(),
+            output=self.output.text(),
+            logs=self.logs.text(),
             result=result_text(result, self.limit),
         )
