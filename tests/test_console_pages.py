@@ -321,3 +321,27 @@ def test_each_new_page_renders_in_the_zone_asked_for_with_utc_on_hover(app, clie
     assert " CET</time>" in trail and 'title="' in trail and " UTC" in trail  # the schedule's zone, UTC on hover
     log = browser.get(f"/webhooks/{webhook.id}?tz=America/New_York", base_url=HTTPS).data.decode()
     assert " EST</time>" in log
+
+
+def test_a_webhooks_url_and_event_types_edited_as_a_patch_would(app, client):
+    from app.notify.models import Webhook
+
+    app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
+    made = client.post("/api/v1/webhooks/", json={"url": "http://127.0.0.1:9/in", "event_types": ["run.failed"]})
+    webhook_id = made.json["id"]
+    browser = signed_in_browser(app, token_for_app(app))
+    path = f"/webhooks/{webhook_id}/edit"
+    assert b'value="http://127.0.0.1:9/in"' in browser.get(path, base_url=HTTPS).data
+    none = _post(browser, path, {"url": "http://127.0.0.1:9/in"})  # every box unticked
+    assert none.status_code == 422 and b'id="error-event_types"' in none.data
+    internal = _post(browser, path, {"url": "http://10.1.2.3/in", "event_types": ["run.failed"]})
+    assert internal.status_code == 422 and b'id="error-url"' in internal.data
+    saved = _post(browser, path, {"url": "http://127.0.0.1:9/new", "event_types": ["schedule.dead", "run.failed"]})
+    assert saved.status_code == 302
+    db.session.expire_all()
+    webhook = db.session.get(Webhook, webhook_id)
+    assert (webhook.url, webhook.event_types) == ("http://127.0.0.1:9/new", ["run.failed", "schedule.dead"])
+    assert webhook.secret == made.json["secret"]  # the secret stays
+    alice = signed_in_browser(app, new_owner_token(app, "alice"))
+    assert alice.get(path, base_url=HTTPS).status_code == 404
+    assert _post(alice, path, {"url": "http://127.0.0.1:9/x", "event_types": ["run.failed"]}).status_code == 404

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from werkzeug.wrappers import Response as BaseResponse
 
 from app import clock, queries, webhooks
-from app.api.schemas.webhooks import EVENT_TYPES, WebhookIn
+from app.api.schemas.webhooks import EVENT_TYPES, WebhookEditIn, WebhookIn
 from app.auth import quotas
 from app.auth.actor import acting
 from app.auth.scope import caller, scoped
@@ -24,6 +24,7 @@ from app.notify import redelivery
 from app.notify.models import Delivery, DeliveryAttempt, Webhook
 
 _WEBHOOK_IN = WebhookIn()
+_WEBHOOK_EDIT = WebhookEditIn(partial=True)
 
 
 def owned_webhook(webhook_id: int) -> Webhook:
@@ -90,6 +91,32 @@ def webhook_redeliver(webhook_id: int, delivery_id: int) -> BaseResponse:
             abort(404, description=f"delivery {delivery_id} does not exist")
         flash(f"Delivery {delivery_id} will be sent again now.")
     return redirect(url_for("console.webhook_page", webhook_id=webhook.id))
+
+
+@console.route("/webhooks/<int:webhook_id>/edit", methods=["GET", "POST"])
+@session.signed_in
+def webhook_edit(webhook_id: int) -> Page:
+    """A new URL or event types (as PATCH /webhooks/{id}/): the secret and the delivery log stay."""
+    webhook = owned_webhook(webhook_id)
+    values: dict[str, Any] = {"url": webhook.url, "event_types": list(webhook.event_types)}
+    errors: dict[str, list[str]] = {}
+    if request.method == "POST":
+        values = {"url": (request.form.get("url") or "").strip(), "event_types": request.form.getlist("event_types")}
+        changed = {k: v for k, v in values.items()
+                   if (sorted(set(v)) if k == "event_types" else v) != getattr(webhook, k)}
+        data, errors = forms.loaded(_WEBHOOK_EDIT, changed, partial=True)
+        if not errors:
+            try:
+                if data:
+                    webhooks.update(webhook, data)
+            except webhooks.Refused as exc:
+                db.session.rollback()
+                errors = exc.errors
+            else:
+                flash(f"Saved {', '.join(sorted(data))}." if data else "Nothing changed.")
+                return redirect(url_for("console.webhook_page", webhook_id=webhook.id))
+    page = render_template("webhook_form.html", w=webhook, v=values, errors=errors, event_types=EVENT_TYPES)
+    return (page, 422) if errors else page
 
 
 @console.route("/webhooks/<int:webhook_id>/delete", methods=["GET", "POST"])
