@@ -178,3 +178,30 @@ def test_a_lone_runs_time_sits_under_its_column():
 
     svg = timeline([Point(datetime(2026, 3, 2, 12, tzinfo=UTC), 0.1, 0.2, "failed")])
     assert 'text-anchor="middle">12:00:00</text>' in svg
+
+
+def test_pruning_a_run_past_retention_takes_what_its_task_left_behind_and_keeps_the_newest_runs(app):
+    from datetime import timedelta
+
+    from app.models import ScheduledJob, Workflow
+    from app.policies.retention import Retention
+    from app.retention import prune
+
+    now = datetime(2026, 6, 1, 12, tzinfo=UTC)
+    workflow = Workflow(name="w", task="noop", owner_id=1, created_at=now - timedelta(days=400))
+    db.session.add(workflow)
+    db.session.flush()
+    db.session.add(ScheduledJob(id="s-kept", name="s", workflow_id=workflow.id, owner_id=1, interval_seconds=60,
+                                created_at=now - timedelta(days=400), updated_at=now - timedelta(days=400)))
+    db.session.flush()
+    for days in (60, 1):
+        started = now - timedelta(days=days)
+        db.session.add(Run(id=f"r-{days}", schedule_id="s-kept", repeat_number=None, retry_number=0,
+                           scheduled_for=started, started_at=started, finished_at=started, status="failed"))
+        db.session.flush()
+        db.session.add(RunOutput(run_id=f"r-{days}", traceback="Traceback ...", output="printed\n"))
+    db.session.commit()
+
+    assert prune(now, Retention(runs_days=30, runs_min=1), batch=500, max_batches=10).rows["runs"] == 1
+    assert db.session.scalars(select(RunOutput.run_id)).all() == ["r-1"]
+    db.session.rollback()
