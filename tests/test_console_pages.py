@@ -345,3 +345,21 @@ def test_a_webhooks_url_and_event_types_edited_as_a_patch_would(app, client):
     alice = signed_in_browser(app, new_owner_token(app, "alice"))
     assert alice.get(path, base_url=HTTPS).status_code == 404
     assert _post(alice, path, {"url": "http://127.0.0.1:9/x", "event_types": ["run.failed"]}).status_code == 404
+
+
+def test_a_workflow_deleted_after_a_page_that_counts_its_schedules(app, client):
+    from app.models import ScheduledJob, Workflow
+
+    schedule_id = _schedule(client, "doomed")
+    browser = signed_in_browser(app, token_for_app(app))
+    alice = signed_in_browser(app, new_owner_token(app, "alice"))
+    workflow_id = db.session.get(ScheduledJob, schedule_id).workflow_id
+    db.session.rollback()  # on SQLite every transaction holds the write lock (BEGIN IMMEDIATE)
+    path = f"/workflows/{workflow_id}/delete"
+    assert "Its 1 schedule go with it" in browser.get(path, base_url=HTTPS).data.decode()
+    assert alice.get(path, base_url=HTTPS).status_code == 404
+    assert _post(alice, path).status_code == 404
+    assert _post(browser, path, csrf="wrong").status_code == 400
+    assert _post(browser, path).status_code == 302
+    db.session.expire_all()
+    assert db.session.get(Workflow, workflow_id) is None and db.session.get(ScheduledJob, schedule_id) is None

@@ -1,11 +1,13 @@
 """The console's pages of one workflow: its edit form (name, task, limits, queue, breaker settings, loaded by
-the API's WorkflowIn) and its circuit breaker (state, transitions, reset by hand through app.breakers)."""
+the API's WorkflowIn), deleting it, and its circuit breaker (state, transitions, reset by hand through
+app.breakers)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from flask import abort, flash, redirect, render_template, request, url_for
+from sqlalchemy import select
 from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -15,7 +17,7 @@ from app.auth.actor import acting
 from app.console import forms, session
 from app.console.views import Page, console
 from app.extensions import queue_names
-from app.models import ConcurrencyPolicy, Workflow
+from app.models import ConcurrencyPolicy, ScheduledJob, Workflow
 from app.tasks import task_names
 
 FIELDS = ("name", "task", "max_concurrent_runs", "concurrency_policy", "breaker_threshold", "breaker_reset_seconds",
@@ -77,6 +79,23 @@ def workflow_edit(workflow_id: int) -> Page:
     page = render_template("workflow_form.html", w=workflow, v=values, errors=errors, tasks=task_names(),
                            queues=queue_names(), policies=[p.value for p in ConcurrencyPolicy])
     return (page, 422) if errors else page
+
+
+@console.route("/workflows/<int:workflow_id>/delete", methods=["GET", "POST"])
+@session.signed_in
+def workflow_delete(workflow_id: int) -> Page:
+    """After a page that says what goes with it: the workflow, its schedules, their runs and pending runs."""
+    workflow = owned_workflow(workflow_id)
+    if request.method == "GET":
+        count, capped = queries.capped_count(select(ScheduledJob).where(ScheduledJob.workflow_id == workflow.id),
+                                             queries.SCHEDULES)
+        return render_template("confirm.html", title=f"Delete workflow {workflow.name}?",
+                               text=f"Its {'more than ' if capped else ''}{count} schedule{'' if count == 1 else 's'} "
+                                    "go with it, with their run history and pending runs. It cannot be undone.",
+                               button="Delete it", back=url_for("console.workflow_edit", workflow_id=workflow.id))
+    workflows.delete(workflow, clock.utcnow())
+    flash(f"Deleted workflow {workflow.name}.")
+    return redirect(url_for("console.workflow_list"))
 
 
 @console.get("/workflows/<int:workflow_id>/breaker")
