@@ -71,6 +71,7 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
     asks the server what interval an `every` text stands for. Steps come workflows first, then webhooks,
     then schedules: the order they are carried out in."""
     from recur_cli.apply_calendars import calendar_change, calendar_steps, pruned_calendar_steps  # on Step
+    from recur_cli.apply_follows import after_change, upstream_first
 
     steps: list[Step] = []
     by_name: dict[str, list[dict[str, Any]]] = {}
@@ -101,6 +102,7 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
                              "on the server")
 
     keyed = {s["key"]: s for s in schedules if s.get("key")}
+    keys_by_id = {s["id"]: s.get("key") for s in schedules}
     ids = {name: found[0]["id"] for name, found in by_name.items() if len(found) == 1}
     for spec in wanted.schedules:
         current = keyed.get(spec.key)
@@ -109,6 +111,11 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
             continue
         changes = {}
         for name, value in spec.fields.items():
+            if name == "after":  # the upstream by key: compared with the key of the schedule the server names
+                followed = after_change(value, current, keys_by_id)
+                if followed is not None:
+                    changes[name] = followed
+                continue
             if name == "calendar":  # by name: compared with the name of the calendar its calendar_id names
                 changed = calendar_change(value, current, calendar_names)
                 if changed is not None:
@@ -123,6 +130,7 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
         step = Step("schedule", spec.key, UPDATE if changes else UNCHANGED, changes, body, current["id"],
                     spec.workflow if "workflow" in changes else None)
         steps.append(step)
+    steps = upstream_first(steps, wanted.schedules)  # a follower after the schedule it follows
     if prune:
         listed = {s.key for s in wanted.schedules}
         for key, current in sorted(keyed.items()):

@@ -69,14 +69,45 @@ def schedule_options(command: F) -> F:
     for flag, dest, kind, text in reversed(_OTHER):
         command = click.option(flag, dest, type=kind, help=text)(command)
     command = click.option("--workflow", "workflow", help="The workflow's id or name.")(command)
+    command = follow_options(command)
     return click.option("--payload", "trigger_payload",
                         help="JSON handed to every run, or @FILE to read it from a file.")(command)
 
 
+def follow_options(command: F) -> F:
+    """The schedule's `after` (docs/follows.md): runs triggered by another schedule's runs ending."""
+    for flag, dest, kind, text in reversed((
+        ("--follow", "follow", str, "Also run when this schedule's run ends (its id or key; 'none': stop)."),
+        ("--follow-on", "follow_on", click.Choice(["succeeded", "failed", "ended"]),
+         "Which ends trigger it (default succeeded)."),
+        ("--follow-delay", "follow_delay", int, "Seconds after the upstream run ended (default 0)."),
+        ("--follow-within", "follow_within", str, "Only when that time is in this local window, e.g. '06:00-22:00'."),
+    )):
+        command = click.option(flag, dest, type=kind, help=text)(command)
+    return command
+
+
+def _after_from(options: dict[str, Any]) -> dict[str, Any] | None:
+    follow = options["follow"]
+    if follow is None:
+        raise click.BadParameter("--follow-on, --follow-delay and --follow-within go with --follow",
+                                 param_hint="--follow")
+    if follow == "none":
+        return None
+    after: dict[str, Any] = {"schedule": follow}
+    for option, field in (("follow_on", "on"), ("follow_delay", "delay_seconds"), ("follow_within", "within")):
+        if options.get(option) is not None:
+            after[field] = options[option]
+    return after
+
+
 def body_from(options: dict[str, Any]) -> dict[str, Any]:
     """The API body from the options given (options left out are left out of the body)."""
+    follows = ("follow", "follow_on", "follow_delay", "follow_within")
     body = {k: v for k, v in options.items()
-            if v is not None and k not in ("not_on", "workflow", "trigger_payload", "calendar")}
+            if v is not None and k not in ("not_on", "workflow", "trigger_payload", "calendar", *follows)}
+    if any(options.get(name) is not None for name in follows):
+        body["after"] = _after_from(options)
     if options.get("not_on"):
         body["not_on"] = list(options["not_on"])
     if options.get("trigger_payload") is not None:

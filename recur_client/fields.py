@@ -30,6 +30,16 @@ class TimingFields(TypedDict, total=False):
     on_calendar: str | None
 
 
+class AfterFields(TypedDict, total=False):
+    """A schedule's `after` (docs/follows.md): the upstream schedule's id or key (required), on which of its
+    runs' ends (succeeded, failed, ended), how many seconds after, and a local window ("HH:MM-HH:MM")."""
+
+    schedule: str
+    on: str
+    delay_seconds: int
+    within: str | None
+
+
 class ScheduleFields(TimingFields, total=False):
     """Every field of a schedule a client may set."""
 
@@ -49,6 +59,7 @@ class ScheduleFields(TimingFields, total=False):
     overlap: str
     alert_after_seconds: int | None
     keep_runs_days: int | None
+    after: AfterFields | None
 
 
 class WorkflowPolicies(TypedDict, total=False):

@@ -138,6 +138,15 @@ class Breaker(TypedDict):
 
 # --- schedules and their runs ---------------------------------------------------------------
 
+class After(TypedDict):
+    """The schedule whose runs' ends trigger this one (docs/follows.md)."""
+
+    schedule_id: str
+    on: str
+    delay_seconds: int
+    within: str | None
+
+
 class Schedule(TypedDict):
     """A schedule as lists show it."""
 
@@ -173,6 +182,7 @@ class Schedule(TypedDict):
     overlap: str
     alert_after_seconds: int | None
     keep_runs_days: int | None
+    after: After | None
     health: str
     late_since: str | None
     status: str
@@ -255,6 +265,7 @@ class Run(TypedDict):
     reason: str | None
     ticks: int | None
     backfill_id: str | None
+    triggered_by_run_id: str | None
 
 
 class RunDetail(Run):
