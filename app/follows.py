@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from app.auth.models import Owner
+from app.auth.scope import scoped
 from app.chain.followers import MAX_FOLLOWERS
 from app.extensions import db
 from app.models import ScheduledJob
@@ -74,9 +75,14 @@ def _refuse_cycle(upstream_id: str, follower_id: str, owner_id: int) -> None:
     raise Refused(f"the upstream chain is longer than {MAX_DEPTH} schedules")
 
 
-def followers_of(schedule: ScheduledJob) -> list[ScheduledJob]:
-    """The schedules that follow this one (at most MAX_FOLLOWERS), for its page."""
-    rows = db.session.scalars(select(ScheduledJob).where(
-        (ScheduledJob.after_schedule_id == schedule.id) & (ScheduledJob.owner_id == schedule.owner_id))
-        .order_by(ScheduledJob.name, ScheduledJob.id).limit(MAX_FOLLOWERS))
-    return list(rows)
+def neighbours(schedule: ScheduledJob) -> tuple[ScheduledJob | None, list[ScheduledJob]]:
+    """The schedule it follows and the schedules that follow it (at most MAX_FOLLOWERS), as the caller may
+    see them (app.auth.scope), for its page."""
+    upstream = None
+    if schedule.after_schedule_id is not None:
+        upstream = db.session.scalars(scoped(select(ScheduledJob), ScheduledJob)
+                                      .where(ScheduledJob.id == schedule.after_schedule_id)).first()
+    followers = db.session.scalars(scoped(select(ScheduledJob), ScheduledJob)
+                                   .where(ScheduledJob.after_schedule_id == schedule.id)
+                                   .order_by(ScheduledJob.name, ScheduledJob.id).limit(MAX_FOLLOWERS))
+    return upstream, list(followers)

@@ -65,6 +65,15 @@ NOT_RUN = Counter("recur_ticks_not_run_total",
                   ["status", "reason"])
 
 
+ALERTS = Counter("recur_alerts_total", "Alerts emitted: run.long, run.late, schedule.failing, schedule.missed.",
+                 ["type"])
+
+
+def alerted(event_type: str) -> None:
+    """`event_type`: one of the alerts' event types (a fixed set)."""
+    ALERTS.labels(type=event_type).inc()
+
+
 PRUNED = Counter("recur_pruned_rows_total", "Rows the retention pass deleted, by table.", ["table"])
 
 
@@ -131,6 +140,12 @@ class StateCollector(Collector):
                                                 .where(ScheduledJob.health == "late")) or 0)
         db.session.rollback()
         yield alerts
+        failing = GaugeMetricFamily("recur_schedules_failing", "Schedules whose failure-streak alert has fired "
+                                    "(schedule.failing, until a run succeeds).")
+        failing.add_metric([], db.session.scalar(select(func.count()).select_from(ScheduledJob)
+                                                 .where(ScheduledJob.failing_since.is_not(None))) or 0)
+        db.session.rollback()
+        yield failing
 
         # Webhook deliveries in trouble (app.notify's table, read by name: the two packages do not import
         # each other): still being retried after a failed attempt, and given up in the last day. Each is one
@@ -216,3 +231,5 @@ class _Forward(Collector):
 
 def init_app(app: Flask) -> None:
     app.register_blueprint(metrics)
+    # app.notify's watch counts the alerts it emits through this (the two layers do not import each other).
+    app.extensions["recur.on_alert"] = alerted

@@ -67,7 +67,31 @@ def body_from_form(form: MultiDict[str, str]) -> tuple[dict[str, Any], dict[str,
     for name in NULLABLE:
         if name in form and not form[name].strip():
             body[name] = None
+    if "after_schedule" in form:  # emptied: it follows nothing (null)
+        body["after"] = _after_from_form(form, errors)
     return body, errors
+
+
+def _after_from_form(form: MultiDict[str, str], errors: dict[str, list[str]]) -> dict[str, Any] | None:
+    """The body's `after` from the form's after_* fields (docs/follows.md)."""
+    upstream = form["after_schedule"].strip()
+    if not upstream:
+        return None
+    after: dict[str, Any] = {"schedule": upstream}
+    for name, field in (("after_on", "on"), ("after_within", "within")):
+        if form.get(name, "").strip():
+            after[field] = form[name].strip()
+    if form.get("after_delay_seconds", "").strip():
+        after["delay_seconds"] = _integer(form["after_delay_seconds"].strip(), "after_delay_seconds", errors)
+    return after
+
+
+def _same_after(value: dict[str, Any] | None, shown: dict[str, Any] | None) -> bool:
+    """Whether a form's `after` is the schedule's (the form names the upstream by the id it was shown)."""
+    if value is None or shown is None:
+        return value is shown
+    return bool(value["schedule"] == shown["schedule_id"] and value.get("on", "succeeded") == shown["on"]
+            and value.get("delay_seconds", 0) == shown["delay_seconds"] and value.get("within") == shown["within"])
 
 
 def _integer(text: str, name: str, errors: dict[str, list[str]]) -> Any:
@@ -102,7 +126,10 @@ def changed_fields(body: dict[str, Any], current: Any) -> dict[str, Any]:
     shown = _SCHEDULE_OUT.dump(current)
     changed = {}
     for name, value in body.items():
-        if name in KINDS:
+        if name == "after":
+            if not _same_after(value, shown.get("after")):
+                changed[name] = value
+        elif name in KINDS:
             if name == "every" or str(shown.get(name) or "") != str(value):
                 changed[name] = value
         elif name in ("start_at", "end_at", "anchor_date") and value is not None:
@@ -134,4 +161,8 @@ def form_values(schedule: Any | None) -> dict[str, Any]:
         values["trigger_payload"] = json.dumps(shown["trigger_payload"])
     if shown.get("day_or") is not None:
         values["day_or"] = "true" if shown["day_or"] else "false"
+    if shown.get("after") is not None:
+        after = shown["after"]
+        values.update(after_schedule=after["schedule_id"], after_on=after["on"],
+                      after_delay_seconds=after["delay_seconds"] or "", after_within=after["within"] or "")
     return values

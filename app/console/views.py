@@ -13,7 +13,7 @@ from flask import Blueprint, Response, abort, current_app, flash, g, redirect, r
 from redis.exceptions import RedisError
 from werkzeug.wrappers import Response as BaseResponse
 
-from app import clock, cursors, extra_runs, history, queries, schedules, workflows
+from app import clock, cursors, extra_runs, follows, history, queries, schedules, workflows
 from app.api.schemas.fields import iso
 from app.api.schemas.workflows import WorkflowIn
 from app.auth import quotas
@@ -161,7 +161,7 @@ def schedule_page(schedule_id: str) -> Page:
                            runs=found.items, total=found.total, total_capped=found.total_capped,
                            older=found.next, newest=after is not None,
                            chart=chart.timeline(points, zone=times.view_zone(schedule.timezone)), workflow=workflow,
-                           stats=history.stats(schedule))
+                           stats=history.stats(schedule), follows=follows.neighbours(schedule))
 
 
 @console.route("/schedules/new", methods=["GET", "POST"])
