@@ -27,7 +27,7 @@ _CONSTRAINT_COLUMNS = ("timezone", "day_or", "start_at", "end_at", "only_between
 _PLAIN_COLUMNS = (
     "name", "key", "description", "workflow_id", "owner_id", "trigger_node_id", "total_repeats", "max_retries",
     "timeout_seconds", "trigger_payload", "on_exhausted", "catch_up", "catch_up_window_seconds", "catch_up_limit",
-    "overlap", "alert_after_seconds", "keep_runs_days",
+    "overlap", "alert_after_seconds", "keep_runs_days", "long_after_seconds", "late_after_seconds", "failing_after",
 )
 
 
@@ -223,6 +223,7 @@ def resume(schedule_id: str, now: datetime) -> ScheduledJob:
     audit.record(schedule.id, schedule.owner_id, "resume", now)
     get_redis().ping()
     schedule.health, schedule.late_since = "ok", None  # a new tick: the alert starts over
+    schedule.detached_since = None
     db.session.commit()
     hand_off_or_leave_to_recovery(schedule)
     return schedule

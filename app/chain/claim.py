@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from app import clock, metrics, policies, rawsql
-from app.chain import concurrency, gaps, invalid, outcome, planning, rows, workflow_breaker
+from app.chain import concurrency, gaps, invalid, outcome, planning, rows, run_alerts, workflow_breaker
 from app.extensions import db
 from app.models import ConcurrencyPolicy, RunStatus, RunTrigger, ScheduledJob
 from app.policies import CatchUp, Gap, OverlapPolicy
@@ -86,6 +86,7 @@ def claim_tick(
         (name, payload, timeout_seconds, task, overlap, run_through, backlog, workflow_id, limit, policy,
          breaker_threshold) = claimed
         catch_up: CatchUp | None = None
+        row: ScheduledJob | None = None
         if read is not None:  # late: later ticks may have come due; the row is ours until the commit
             row = rows.schedule_of(read.first())
             catch_up = catch_up_for(row, scheduled_for, now) if row is not None else None
@@ -121,6 +122,7 @@ def claim_tick(
         to_stop = concurrency.cancel_others(tx, schedule_id, nominal, now) if cancels else []
         trigger = _trigger_of(retry, scheduled_for, run_through, backlog, catch_up)
         tx.execute(rows.RECORD_RUN, {**values, "p_trigger": trigger})
+        run_alerts.after_claim(tx, row, schedule_id, run_id, nominal, now, trigger)
         if catch_up is not None:
             gaps.record_gaps(tx, schedule_id, catch_up.missed, now, RunTrigger.CATCH_UP.value)
             if catch_up.run_through is not None:
@@ -129,6 +131,8 @@ def claim_tick(
         # overlap allow_all / cancel_other: the run leaves the chain as it starts; the chain's next tick is
         # planned now (a backlog tick, or the next one after now) and its link handed off after the commit.
         successor = _move_on(tx, schedule_id, nominal, now, [], keep_backlog=True) if detached else None
+        if detached:  # its missed-run alert now waits on this tick until a run succeeds (app.policies.alerts)
+            tx.execute(run_alerts.MARK_DETACHED, {"p_id": schedule_id, "p_nominal": nominal})
         tx.after_commit.append(lambda: metrics.run_claimed(nominal, now))
     return Claim(run_id, task, name, payload, timeout_seconds, nominal, trigger, detached, successor, tuple(to_stop),
                  schedule_id)

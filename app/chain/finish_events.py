@@ -1,5 +1,6 @@
 """What a run's finish tells the world, in its own transaction: the run's event, the schedule's change of
-status, the end of a missed-run alert, and the outcome counted by the workflow's circuit breaker."""
+status, the end of a missed-run alert, the failure streak, and the outcome counted by the workflow's circuit
+breaker."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from sqlalchemy import bindparam, update
 
 from app import rawsql
-from app.chain import workflow_breaker
+from app.chain import run_alerts, workflow_breaker
 from app.models import RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime
 from app.notify.outbox import EventType, emit
 
@@ -45,13 +46,16 @@ def after_run(tx: rawsql.Transaction, schedule: ScheduledJob, run_id: str, nomin
     }, now)
     if has_breaker:
         workflow_breaker.record(tx, schedule.workflow_id, run_id, status is RunStatus.SUCCEEDED, now)
+    ended = run_alerts.after_finish(tx, schedule, run_id, nominal, trigger, status, now)
+    was: Any = None
     if status is RunStatus.SUCCEEDED and schedule.health == "late":
-        was: Any = tx.first(_RECOVERED, {"p_id": schedule.id, "p_late": "late", "p_ok": "ok", "p_none": None})
-        if was is not None:
-            emit(tx, schedule.owner_id, EventType.SCHEDULE_RECOVERED.value, {
-                "schedule_id": schedule.id, "schedule_name": schedule.name, "run_id": run_id,
-                "scheduled_for": _iso(nominal), "late_since": _iso(schedule.late_since),
-            }, now)
+        was = tx.first(_RECOVERED, {"p_id": schedule.id, "p_late": "late", "p_ok": "ok", "p_none": None})
+    if was is not None or ended:  # one event for the missed-run alert, the failing alert, or both, ended
+        emit(tx, schedule.owner_id, EventType.SCHEDULE_RECOVERED.value, {
+            "schedule_id": schedule.id, "schedule_name": schedule.name, "run_id": run_id,
+            "scheduled_for": _iso(nominal), "late_since": _iso(schedule.late_since) if was is not None else None,
+            "failing_since": ended.get("failing_since"), "failures": ended.get("failures"),
+        }, now)
 
 
 def status_changed(tx: rawsql.Transaction, schedule: ScheduledJob, before: str, error: str | None,

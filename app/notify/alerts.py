@@ -9,12 +9,13 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import select, update
 
 from app.extensions import db
 from app.models import ScheduledJob, ScheduleStatus
 from app.notify.outbox import EventType, emit_in_session
-from app.policies.alerts import is_late
+from app.policies.alerts import expected_tick, is_late
 
 log = logging.getLogger(__name__)
 
@@ -22,19 +23,22 @@ log = logging.getLogger(__name__)
 def check(now: datetime) -> list[str]:
     """Mark every late schedule; returns their ids."""
     rows = db.session.execute(
-        select(ScheduledJob.id, ScheduledJob.next_run_at, ScheduledJob.alert_after_seconds)
+        select(ScheduledJob.id, ScheduledJob.next_run_at, ScheduledJob.detached_since, ScheduledJob.alert_after_seconds)
         .where((ScheduledJob.status == ScheduleStatus.ACTIVE.value) & ScheduledJob.alert_after_seconds.is_not(None)
                & (ScheduledJob.health == "ok"))
     ).all()
     db.session.rollback()
     marked = []
-    for schedule_id, expected, alert_after in rows:
+    for schedule_id, next_run_at, detached_since, alert_after in rows:
+        expected = expected_tick(next_run_at, detached_since)
         if not is_late(expected, alert_after, now):
             continue
         changed: Any = db.session.execute(
             update(ScheduledJob)
             .where((ScheduledJob.id == schedule_id) & (ScheduledJob.health == "ok")
-                   & (ScheduledJob.next_run_at == expected) & (ScheduledJob.status == ScheduleStatus.ACTIVE.value))
+                   & _unchanged(ScheduledJob.next_run_at, next_run_at) & _unchanged(ScheduledJob.detached_since,
+                                                                                    detached_since)
+                   & (ScheduledJob.status == ScheduleStatus.ACTIVE.value))
             .values(health="late", late_since=now)
         )
         if changed.rowcount == 1:
@@ -48,7 +52,21 @@ def check(now: datetime) -> list[str]:
             log.warning("schedule %s is late: its tick of %s has not succeeded within %ss", schedule_id,
                         expected, alert_after)
         db.session.commit()
+        if changed.rowcount == 1:
+            counted(EventType.SCHEDULE_MISSED.value)
     return marked
+
+
+def counted(event_type: str) -> None:
+    """Count an emitted alert in /metrics (app.metrics puts its counter here when the app is made)."""
+    count = current_app.extensions.get("recur.on_alert")
+    if count is not None:
+        count(event_type)
+
+
+def _unchanged(column: Any, value: datetime | None) -> Any:
+    """The column still holds what the check read (a compare-and-set on a nullable time)."""
+    return column.is_(None) if value is None else column == value
 
 
 def _iso(instant: datetime | None) -> str | None:

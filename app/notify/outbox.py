@@ -34,6 +34,9 @@ class EventType(StrEnum):
     SCHEDULE_RECOVERED = "schedule.recovered"
     BREAKER_OPENED = "breaker.opened"
     BREAKER_CLOSED = "breaker.closed"
+    RUN_LONG = "run.long"
+    RUN_LATE = "run.late"
+    SCHEDULE_FAILING = "schedule.failing"
 
 
 SUBSCRIPTIONS_TTL = 2.0

@@ -1,6 +1,6 @@
 """The loop every Recur process runs (web processes in a thread started by gunicorn.conf.py, workers in
 their background process): deliver due webhooks, and, one process at a time (a Redis lock), mark late
-schedules. It never runs inside a link, so a slow receiver never slows a chain."""
+schedules and long runs. It never runs inside a link, so a slow receiver never slows a chain."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from flask import Flask
 
 from app import clock
 from app.extensions import db, get_redis
-from app.notify import alerts, delivery
+from app.notify import alerts, delivery, long_runs
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ def watch_once(app: Flask) -> None:
             if redis.set(WATCH_LOCK, token, nx=True, px=10_000):
                 try:
                     alerts.check(now)
+                    long_runs.check(now)
                 finally:
                     redis.eval(_RELEASE, 1, WATCH_LOCK, token)
             delivery.deliver_due(clock.utcnow())

@@ -11,3 +11,11 @@ def is_late(expected: datetime | None, alert_after_seconds: int | None, now: dat
     if expected is None or alert_after_seconds is None:
         return False
     return (now - expected).total_seconds() > alert_after_seconds
+
+
+def expected_tick(next_run_at: datetime | None, detached_since: datetime | None) -> datetime | None:
+    """The tick a schedule waits to see succeed: its chain's next_run_at, or, for overlap allow_all and
+    cancel_other, whose runs leave the chain as they start, the oldest tick that left it since the last success
+    (detached_since) when that is older."""
+    known = [instant for instant in (next_run_at, detached_since) if instant is not None]
+    return min(known) if known else None

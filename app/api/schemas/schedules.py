@@ -27,6 +27,7 @@ MAX_TIMEOUT_SECONDS = 7 * 86400  # a week: far below signal.alarm's and RQ's lim
 MAX_RETRIES = 1000
 MAX_AFTER_SECONDS = timing.MAX_INTERVAL_SECONDS  # ten years, like the longest interval
 MAX_ALERT_AFTER_SECONDS = 366 * 86400
+MAX_FAILING_AFTER = 1000  # failed runs in a row before schedule.failing
 
 
 def _payload_size(value: Any) -> None:
@@ -127,6 +128,10 @@ class ScheduleIn(TimingIn):
     overlap = fields.String(validate=validate.OneOf([p.value for p in OverlapPolicy]))
     alert_after_seconds = whole(1, MAX_ALERT_AFTER_SECONDS, allow_none=True)  # null: no missed-run alert
     keep_runs_days = whole(1, MAX_KEEP_RUNS_DAYS, allow_none=True)  # null: RECUR_KEEP_RUNS_DAYS
+    # Alerts on runs (docs/notifications.md; null: none): run.long, run.late, schedule.failing.
+    long_after_seconds = whole(1, MAX_ALERT_AFTER_SECONDS, allow_none=True)
+    late_after_seconds = whole(1, MAX_ALERT_AFTER_SECONDS, allow_none=True)
+    failing_after = whole(1, MAX_FAILING_AFTER, allow_none=True)
     after = fields.Nested(AfterIn, allow_none=True)  # runs that follow another schedule's (null: none)
 
 
@@ -209,6 +214,11 @@ class ScheduleOut(Schema):
     after = out(fields.Function(after_of, allow_none=True, metadata=AFTER_DOC))
     health = out(fields.String())
     late_since = out(Iso(allow_none=True))
+    long_after_seconds = out(fields.Integer(allow_none=True))
+    late_after_seconds = out(fields.Integer(allow_none=True))
+    failing_after = out(fields.Integer(allow_none=True))
+    failing_streak = out(fields.Integer())
+    failing_since = out(Iso(allow_none=True))
     status = out(fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus])))
     pause_note = out(fields.String(allow_none=True))
     paused_at = out(Iso(allow_none=True))

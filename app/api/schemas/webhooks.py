@@ -11,6 +11,7 @@ from app.queries import DELIVERY_ATTEMPTS, TOTAL_CAP, WEBHOOKS
 EVENT_TYPES = [
     "run.failed", "run.timed_out", "run.succeeded", "schedule.dead", "schedule.paused", "schedule.done",
     "schedule.missed", "schedule.recovered", "breaker.opened", "breaker.closed",
+    "run.long", "run.late", "schedule.failing",
 ]
 
 
