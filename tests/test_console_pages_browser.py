@@ -147,11 +147,13 @@ def test_webhook_bulk_pause_delivery_log_schedule_policies_breaker_reset_and_aud
     page.fill("#f-breaker_reset_seconds", "3600")
     page.click("#save-workflow")
     expect(page.locator(".flash")).to_contain_text("breaker_reset_seconds, breaker_threshold")
-    api.ok("POST", "/api/v1/schedules/", {"name": "calls upstream", "workflow_id": upstream["id"],
-                                          "interval_seconds": 2, "max_retries": 0, "on_exhausted": "continue"})
+    failing = api.ok("POST", "/api/v1/schedules/", {"name": "calls upstream", "workflow_id": upstream["id"],
+                                                    "interval_seconds": 2, "max_retries": 0,
+                                                    "on_exhausted": "continue"})
     page.click(f"#breaker-page-{upstream['id']}")
     wait_for(lambda: _shows(page, "#breaker-state", "open"), 40, interval=1, what="the breaker opened by failures")
     expect(page.locator("#breaker-history tbody tr").first).to_contain_text("closed → open")
+    api.ok("POST", f"/api/v1/schedules/{failing['id']}/pause/")  # else its next failure opens it again
     page.click("#breaker-reset")
     expect(page.locator("#breaker-state")).to_have_text("closed")
     expect(page.locator("#breaker-history tbody tr").first).to_contain_text("reset by hand")
