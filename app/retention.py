@@ -21,14 +21,14 @@ from sqlalchemy import Delete, Select, delete, exists, func, select
 
 from app.auth.models import ConsoleSession, OwnerEvent, ScheduleEvent
 from app.extensions import db
-from app.models import Backfill, BreakerTransition, Run, RunStatus, ScheduledJob, TriggerRequest
+from app.models import Backfill, BreakerTransition, FollowTrigger, Run, RunStatus, ScheduledJob, TriggerRequest
 from app.notify.models import Delivery, DeliveryAttempt, Event
 from app.policies import retention as policy
 from app.policies.retention import Retention
 
 # The tables a pass deletes from: the `table` label of recur_pruned_rows_total (a fixed, bounded set).
 TABLES = ("runs", "backfills", "delivery_attempts", "deliveries", "events", "schedule_events", "owner_events",
-          "console_sessions", "breaker_transitions", "trigger_requests")
+          "console_sessions", "breaker_transitions", "trigger_requests", "follow_triggers")
 FINISHED_DELIVERIES = ("delivered", "failed", "dropped")
 
 
@@ -97,6 +97,11 @@ def prune(now: datetime, retention: Retention, batch: int, max_batches: int, cur
     if keys is not None:
         report.rows["trigger_requests"] = _in_batches(TriggerRequest, select(TriggerRequest.id).where(
             TriggerRequest.created_at < keys).order_by(TriggerRequest.created_at), batch, max_batches, renew)
+        # Runs that follow runs: a closed trigger goes with the runs of its time (ix_follow_triggers_created_at);
+        # one still pending or queued stays until its run ends.
+        report.rows["follow_triggers"] = _in_batches(FollowTrigger, select(FollowTrigger.id).where(
+            (FollowTrigger.created_at < keys) & FollowTrigger.status.not_in(("pending", "queued")))
+            .order_by(FollowTrigger.created_at), batch, max_batches, renew)
 
     # ix_console_sessions_expires_at (0013): a session past its expiry can never be used again.
     report.rows["console_sessions"] = _in_batches(ConsoleSession, select(ConsoleSession.id).where(

@@ -221,3 +221,20 @@ def test_a_trigger_whose_job_was_lost_is_enqueued_again_by_the_reconciler(app, f
     _run_outside_jobs(app)
     assert [(r.id, r.status) for r in runs_of(b.id) if r.trigger == "after"] == [(run_id, "succeeded")]
     assert _triggers()[0].status == "done"
+
+
+def test_closed_triggers_go_with_the_runs_of_their_time_and_open_ones_stay(app, fake_clock):
+    from app.policies.retention import Retention
+    from app.retention import prune
+
+    make_schedule(fake_clock.now, name="a", key="a", interval_seconds=60)
+    follower = make_schedule(fake_clock.now, name="b", interval_seconds=86400, after={"schedule": "a"})
+    old = fake_clock.now - timedelta(days=40)
+    for index, status in enumerate(("done", "skipped", "pending", "queued", "done")):
+        db.session.add(FollowTrigger(downstream_id=follower.id, upstream_schedule_id="x", upstream_run_id=f"u{index}",
+                                     upstream_status="succeeded", due_at=old, status=status, attempt=0,
+                                     run_id=f"r{index}", created_at=old if index < 4 else fake_clock.now))
+    db.session.commit()
+    report = prune(fake_clock.now, Retention(runs_days=30), batch=500, max_batches=10)
+    assert report.rows["follow_triggers"] == 2
+    assert sorted(t.status for t in _triggers()) == ["done", "pending", "queued"]

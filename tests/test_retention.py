@@ -317,7 +317,7 @@ def test_every_statement_of_a_pass_reads_through_an_index(app) -> None:
     deletes = [statement for statement, _ in statements if statement.startswith("DELETE")]
     assert {statement.split()[2] for statement in deletes} == {
         "runs", "backfills", "delivery_attempts", "deliveries", "events", "schedule_events", "owner_events",
-        "console_sessions", "breaker_transitions", "trigger_requests"}
+        "console_sessions", "breaker_transitions", "trigger_requests", "follow_triggers"}
     with db.engine.connect() as connection:
         for statement, parameters in statements:
             plan = [row[3] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
