@@ -68,11 +68,14 @@ def calendars() -> None:
 
 @calendars.command("list")
 @click.option("--name", help="Only the calendar with this name.")
+@click.option("--owner", "owner_id", type=int, help="An admin: only this owner's calendars.")
 @page_options
 @json_option
-def list_calendars(name: str | None, limit: int | None, offset: int | None, cursor: str | None) -> None:
+def list_calendars(name: str | None, owner_id: int | None, limit: int | None, offset: int | None,
+                   cursor: str | None) -> None:
     """Your calendars, oldest first."""
-    answer = current().client.calendars.list(name=name, limit=limit, offset=offset, cursor=cursor)
+    answer = current().client.calendars.list(name=name, owner_id=owner_id, limit=limit, offset=offset,
+                                             cursor=cursor)
     emit(answer, lambda: output.page(answer, COLUMNS, empty="no calendars"))
 
 

@@ -69,6 +69,33 @@ def test_every_api_operation_has_a_command_in_the_table(app):
             assert _resolve(text.split()[1:]) is not None, f"{operation}: `{text}` is not a command of recur"
 
 
+# API fields a command takes under another name: an id by the object's id or name, a list one per option,
+# an object as options of its parts (--follow, --follow-on ... for after), a Python keyword as another.
+CARRIED_BY = {"workflow_id": "workflow", "calendar_id": "calendar", "event_types": "events", "quotas": "schedules",
+              "after": "follow", "from": "start", "to": "end"}
+
+
+def test_every_field_of_an_operation_is_an_option_of_its_command(app):
+    """Each query parameter and body property of an operation is an option of the command its row names
+    first, so a new field of the API needs its option (or a row naming another command)."""
+    document = app.test_client().get("/api/openapi.json").get_json()
+    table, missing = _table(), []
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            key = (method.upper(), re.sub(r"\{[^}]+\}", "{id}", path.removeprefix("/api/v1"), count=1))
+            if key not in table:
+                continue  # the test above says so
+            command = _resolve(table[key][0].split()[1:])
+            assert command is not None
+            names = {param.name for param in command.params}
+            fields = [p["name"] for p in operation.get("parameters", []) if p.get("in") == "query"]
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            if "$ref" in body:
+                fields += list(document["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]].get("properties", {}))
+            missing += [f"{table[key][0]}: {field}" for field in fields if CARRIED_BY.get(field, field) not in names]
+    assert missing == []
+
+
 def test_every_command_takes_json():
     leaves = list(_leaves(cli))
     assert len(leaves) > 40
