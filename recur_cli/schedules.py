@@ -45,9 +45,16 @@ _OTHER = (
     ("--alert-after", "alert_after_seconds", str,
      "Send schedule.missed when no run started this many seconds after a due tick ('none': no alert)."),
     ("--keep-runs-days", "keep_runs_days", str, "Keep its runs this many days ('none': the server's setting)."),
+    ("--long-after", "long_after_seconds", str, "Send run.long when a run is still going this many seconds after "
+     "it started ('none': no alert)."),
+    ("--late-after", "late_after_seconds", str, "Send run.late when a run starts more than this many seconds after "
+     "its tick ('none': no alert)."),
+    ("--failing-after", "failing_after", str, "Send schedule.failing when this many runs in a row failed ('none': "
+     "no alert)."),
 )
 # Options that take a number or 'none' (sent as null: the API's "not set").
-_NUMBER_OR_NONE = ("alert_after_seconds", "keep_runs_days")
+_NUMBER_OR_NONE = ("alert_after_seconds", "keep_runs_days", "long_after_seconds", "late_after_seconds",
+                   "failing_after")
 
 
 def timing_options(command: F) -> F:

@@ -59,6 +59,9 @@ class ScheduleFields(TimingFields, total=False):
     overlap: str
     alert_after_seconds: int | None
     keep_runs_days: int | None
+    long_after_seconds: int | None
+    late_after_seconds: int | None
+    failing_after: int | None
     after: AfterFields | None
 
 

@@ -185,6 +185,11 @@ class Schedule(TypedDict):
     after: After | None
     health: str
     late_since: str | None
+    long_after_seconds: int | None
+    late_after_seconds: int | None
+    failing_after: int | None
+    failing_streak: int
+    failing_since: str | None
     status: str
     pause_note: str | None
     paused_at: str | None

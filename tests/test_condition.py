@@ -22,3 +22,12 @@ from app.policies.condition import condition
 def test_the_badge_is_the_worst_problem_else_the_status(status, health, breaker, last, badge, problems) -> None:
     found = condition(status, health, breaker, last)
     assert (found.badge, found.problems) == (badge, problems)
+
+
+def test_alerts_on_runs_show_on_the_badge() -> None:
+    found = condition("active", "ok", None, "succeeded", running_long=True)
+    assert (found.badge, found.problems) == ("running long", ("running long",))
+    # a failure streak raised stays "failing" even once a run was skipped or cancelled after it
+    found = condition("active", "late", None, "succeeded", failing_alert=True, running_long=True)
+    assert (found.badge, found.problems) == ("late", ("late", "running long", "failing"))
+    assert condition("paused", "ok", None, None, failing_alert=True).badge == "paused"

@@ -22,11 +22,13 @@ KINDS = ("cron", "every", "interval_seconds", "rrule", "at", "after_seconds")
 _TEXT = ("name", "key", "description", "timezone", "start_at", "end_at", "only_between", "anchor_date",
          "on_exhausted", "trigger_node_id", "catch_up", "overlap")
 _INTEGERS = ("workflow_id", "total_repeats", "max_retries", "timeout_seconds", "jitter_seconds",
-             "catch_up_window_seconds", "catch_up_limit", "alert_after_seconds", "keep_runs_days")
+             "catch_up_window_seconds", "catch_up_limit", "alert_after_seconds", "keep_runs_days",
+             "long_after_seconds", "late_after_seconds", "failing_after")
 # Fields a schedule may hold empty (null): on the form, a field given but left empty means null, so an edit can
 # take a window, an alert or a key away again (and a create sends null, which is the API's default for each).
 NULLABLE = ("key", "description", "trigger_node_id", "trigger_payload", "start_at", "end_at", "only_between",
-            "not_on", "anchor_date", "catch_up_window_seconds", "alert_after_seconds", "keep_runs_days")
+            "not_on", "anchor_date", "catch_up_window_seconds", "alert_after_seconds", "keep_runs_days",
+            "long_after_seconds", "late_after_seconds", "failing_after")
 # The choices of the form's menus, from the API's own enums.
 CHOICES = {"catch_up": [p.value for p in CatchUpPolicy], "overlap": [p.value for p in OverlapPolicy],
            "on_exhausted": [p.value for p in OnExhausted]}

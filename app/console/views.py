@@ -132,7 +132,9 @@ def _condition(schedule: ScheduledJob, workflow: Workflow | None, recent: list[R
     """What is wrong with the schedule, first (its newest runs oldest first, as recent_runs gives them)."""
     breaker = workflow.breaker_state if workflow is not None and workflow.breaker_threshold is not None else None
     ran = [r.status for r in recent if r.status in ("succeeded", *FAILED_OUTCOMES)]
-    return condition(schedule.status, schedule.health, breaker, ran[-1] if ran else None)
+    long = any(r.status == "running" and r.long_alerted_at is not None for r in recent)
+    return condition(schedule.status, schedule.health, breaker, ran[-1] if ran else None,
+                     failing_alert=schedule.failing_since is not None, running_long=long)
 
 
 def _after(order: queries.Order) -> Any:

@@ -1,7 +1,7 @@
 """What is wrong with a schedule, first: the badge a list shows instead of a green "active" that hides it.
 
-Pure: from the schedule's status, its missed-run health, its workflow's breaker state and the outcome of
-its newest finished run. Problems come in the order an operator must act on them.
+Pure: from the schedule's status, its missed-run health, its workflow's breaker state, the outcome of its
+newest finished run, and its alerts on runs (a failure streak raised, a run going too long). Problems come in the order an operator must act on them.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ class Condition:
     problems: tuple[str, ...]
 
 
-def condition(status: str, health: str | None, breaker_state: str | None, last_outcome: str | None) -> Condition:
+def condition(status: str, health: str | None, breaker_state: str | None, last_outcome: str | None,
+              failing_alert: bool = False, running_long: bool = False) -> Condition:
     """`status` is the schedule's (active, paused, done, dead, invalid); `health` "late" when its missed-run
     alert fired; `breaker_state` its workflow's breaker (None: no breaker); `last_outcome` its newest
-    finished run's status (None: none yet)."""
+    finished run's status (None: none yet); `failing_alert` its schedule.failing raised (failing_since);
+    `running_long` a run of it still going that run.long was sent for."""
     problems: list[str] = []
     if status in ("invalid", "dead"):
         problems.append(status)
@@ -32,7 +34,9 @@ def condition(status: str, health: str | None, breaker_state: str | None, last_o
         problems.append("breaker probing")
     if health == "late":
         problems.append("late")
-    if last_outcome in FAILED_OUTCOMES and status not in ("invalid", "dead"):
+    if running_long:
+        problems.append("running long")
+    if (last_outcome in FAILED_OUTCOMES or failing_alert) and status not in ("invalid", "dead"):
         problems.append("failing")
     # A schedule paused or done by intent says so; an active one says what is wrong with it, if anything.
     badge = problems[0] if problems and status in ("active", "invalid", "dead") else status
