@@ -1,7 +1,8 @@
 """What is wrong with a schedule, first: the badge a list shows instead of a green "active" that hides it.
 
 Pure: from the schedule's status, its missed-run health, its workflow's breaker state, the outcome of its
-newest finished run, and its alerts on runs (a failure streak raised, a run going too long). Problems come in the order an operator must act on them.
+newest finished run, and its alerts on runs (a failure streak raised, a run going too long). Problems come in
+the order an operator must act on them.
 """
 
 from __future__ import annotations
