@@ -151,3 +151,13 @@ def test_a_teams_own_package_named_app_loads_under_another_name(tmp_path):
     finally:
         for name in ("teamapp", "teamapp.helpers", "teamapp.tasks"):
             sys.modules.pop(name, None)
+
+
+def test_the_alerts_on_runs_are_declared_as_the_api_takes_them(app):
+    declaration = declarations.declare(declared_tasks.send_report, {
+        "every": "5m", "long_after_seconds": timedelta(minutes=10), "late_after_seconds": 30, "failing_after": 3,
+    }, key="reports-alerts", args=[1])
+    declarations.settle()
+    wanted = checked(declaration, datetime(2026, 3, 2, tzinfo=UTC))
+    assert (wanted.schedule["long_after_seconds"], wanted.schedule["late_after_seconds"],
+            wanted.schedule["failing_after"]) == (600, 30, 3)

@@ -29,6 +29,7 @@ SCHEDULE_DEFAULTS: dict[str, Any] = {
     "description": None, "trigger_node_id": None, "total_repeats": 0, "max_retries": 3, "timeout_seconds": 600,
     "trigger_payload": None, "on_exhausted": "dead", "catch_up": "latest", "catch_up_window_seconds": None,
     "catch_up_limit": 100, "overlap": "skip", "alert_after_seconds": None, "keep_runs_days": None,
+    "long_after_seconds": None, "late_after_seconds": None, "failing_after": None,
     "timezone": "UTC", "day_or": True, "anchor_date": None, "start_at": None, "end_at": None,
     "only_between": None, "not_on": None, "jitter_seconds": 0,
 }

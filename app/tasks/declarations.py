@@ -37,7 +37,7 @@ WORKFLOW_FIELDS = ("queue", "max_concurrent_runs", "concurrency_policy", "breake
                    "breaker_reset_seconds")
 # Fields whose value may be given as a timedelta (whole seconds) or a datetime (ISO 8601).
 _SECONDS = ("interval_seconds", "after_seconds", "timeout_seconds", "catch_up_window_seconds",
-            "alert_after_seconds", "jitter_seconds")
+            "alert_after_seconds", "jitter_seconds", "long_after_seconds", "late_after_seconds")
 _INSTANTS = ("at", "start_at", "end_at", "anchor_date")
 PLAIN_ARGS, PLAIN_KWARGS = "args", "kwargs"
 
