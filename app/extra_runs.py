@@ -62,8 +62,10 @@ def trigger(schedule: ScheduledJob, owner_id: int, now: datetime, overlap: str |
             if first is None:
                 raise
             return first
+    # Its place in line, should it have to wait, is when it was asked for: not when a worker's slot first
+    # took its job, which several slots do in any order.
     enqueue(schedule.id, run_id, now, RunTrigger.MANUAL.value, overlap, schedule.timeout_seconds,
-            queue_name=schedule.queue)
+            waiting_since=now.timestamp(), queue_name=schedule.queue)
     return Triggered(run_id, now)
 
 
@@ -82,7 +84,7 @@ def _first(owner_id: int, key: str, schedule: ScheduledJob, now: datetime) -> Tr
         raise KeyReused(key)
     if now - first.created_at < REENQUEUE_WITHIN and db.session.get(Run, first.run_id) is None:
         enqueue(schedule.id, first.run_id, first.scheduled_for, RunTrigger.MANUAL.value, None,
-                schedule.timeout_seconds, queue_name=schedule.queue)
+                schedule.timeout_seconds, waiting_since=first.created_at.timestamp(), queue_name=schedule.queue)
     return Triggered(first.run_id, first.scheduled_for)
 
 
