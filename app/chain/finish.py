@@ -26,8 +26,9 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
     its horse die, or the reconciler that found it lost) applies the outcome; the others get None.
     Returns the schedule as committed, detached from the session (a snapshot to hand off from).
     A caller that knows the run's schedule passes `schedule_id`: the run's UPDATE, the schedule's locked
-    read (with its workflow's breaker setting) then go in one round trip (pipelined, on PostgreSQL), in the
-    same order as one after another (the run's row, then the schedule's). What the task left behind
+    read (with its workflow's breaker setting and whether any schedule follows it) then go in one round
+    trip (pipelined, on PostgreSQL), in the same order as one after another (the run's row, then the
+    schedule's). What the task left behind
     (`captured`) is written in the same transaction, by the finish that wins the compare-and-set only.
     """
     rows.end_session_transaction()
@@ -36,7 +37,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
             "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
         })
         known = schedule_id
-        loaded = tx.send(rows.LOAD_SCHEDULE, {"p_id": known}) if known is not None else None
+        loaded = tx.send(rows.LOAD_FINISHING, {"p_id": known}) if known is not None else None
         finished = sent.first()
         if finished is None:
             tx.rollback()
@@ -46,14 +47,14 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
             tx.send(rows.RECORD_OUTPUT, {"p_run_id": run_id, **{f"p_{k}": v for k, v in captured.as_dict().items()}})
         tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, finished[2], now))
         if loaded is None or schedule_id != known:
-            loaded = tx.send(rows.LOAD_SCHEDULE, {"p_id": schedule_id})
+            loaded = tx.send(rows.LOAD_FINISHING, {"p_id": schedule_id})
         row = loaded.first()
         if row is None:  # deleted: keep the run's record, touch nothing else
             return None
-        schedule, has_breaker = rows.locked_of(row)
+        schedule, has_breaker, has_followers = rows.finishing_of(row)
         before = schedule.status
         finish_events.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, has_breaker)
-        followers.after_run(tx, schedule, run_id, trigger, status, now)  # triggers of followers, same commit
+        followers.after_run(tx, schedule, run_id, trigger, status, now, has_followers)  # same commit
         if schedule.running_run_id != run_id:
             # A run outside the chain (manual, backfill, a detached tick), or a chain run already written
             # off (whose record was finished first, so it never gets here).

@@ -69,13 +69,15 @@ def follow_run_id(downstream_id: str, upstream_run_id: str, attempt: int) -> str
 
 
 def after_run(tx: rawsql.Transaction, schedule: ScheduledJob, run_id: str, trigger: str | None,
-              status: RunStatus, now: datetime) -> None:
-    """In the finish's transaction: close (or retry) this run's own trigger, then trigger its followers."""
+              status: RunStatus, now: datetime, has_followers: bool = True) -> None:
+    """In the finish's transaction: close (or retry) this run's own trigger, then trigger its followers
+    (`has_followers`: whether any schedule follows this one, read with its row; False reads none)."""
     if trigger == RunTrigger.AFTER.value:
         _end_or_retry(tx, schedule, run_id, status, now)
-    if not follow.fires(follow.FollowOn.ENDED, status.value):
+    if not has_followers or not follow.fires(follow.FollowOn.ENDED, status.value):
         return
-    for follower_id, follower_status, on, delay, within, timezone in tx.execute(_FOLLOWERS, {"p_id": schedule.id}):
+    found = tx.execute(_FOLLOWERS, {"p_id": schedule.id})
+    for follower_id, follower_status, on, delay, within, timezone in found:
         if not follow.fires(on, status.value):
             continue
         decision = follow.decide_trigger(now, delay, follower_status, within, timezone)

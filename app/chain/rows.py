@@ -12,7 +12,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app import rawsql
@@ -102,6 +102,15 @@ LOAD_SCHEDULE = rawsql.Statement(
            .scalar_subquery().label("workflow_breaker_threshold"))
     .where(SCHEDULES.c.id == bindparam("p_id")).with_for_update(of=SCHEDULES)
 )
+# A finish's locked read: LOAD_SCHEDULE's, and whether any schedule follows this one (app.chain.followers), so
+# a finish of a schedule nothing follows reads no followers (the index on after_schedule_id answers it).
+_FOLLOWER = SCHEDULES.alias("follower")
+LOAD_FINISHING = rawsql.Statement(
+    select(SCHEDULES, select(Workflow.breaker_threshold).where(Workflow.id == SCHEDULES.c.workflow_id)
+           .scalar_subquery().label("workflow_breaker_threshold"),
+           exists().where(_FOLLOWER.c.after_schedule_id == SCHEDULES.c.id).label("has_followers"))
+    .where(SCHEDULES.c.id == bindparam("p_id")).with_for_update(of=SCHEDULES)
+)
 # In a claim, after its UPDATE: the row is already locked by this transaction, and a read sees the update.
 READ_CLAIMED = rawsql.Statement(select(SCHEDULES).where(SCHEDULES.c.id == bindparam("p_id")))
 # What finishing a run may change; written only while the row still names this run as running.
@@ -134,7 +143,7 @@ SAVE_PAUSE = rawsql.Statement(
     .values(pause_note=bindparam("p_pause_note"), paused_at=bindparam("p_paused_at", type_=UTCDateTime()))
 )
 # In warm_up's order: the INSERT, which the foreign key refuses, last.
-HOT_PATH = (CLAIM, FINISH_RUN, LOAD_SCHEDULE, SAVE_CHAIN_STATE, RECORD_RUN)
+HOT_PATH = (CLAIM, FINISH_RUN, LOAD_SCHEDULE, LOAD_FINISHING, SAVE_CHAIN_STATE, RECORD_RUN)
 
 _SCHEDULE_COLUMNS = READ_CLAIMED.columns
 
@@ -152,6 +161,12 @@ def schedule_of(row: tuple[Any, ...] | None) -> ScheduledJob | None:
 def locked_of(row: tuple[Any, ...]) -> tuple[ScheduledJob, bool]:
     """A row of LOAD_SCHEDULE: the schedule, and whether its workflow has a circuit breaker (the last column)."""
     return _detached(dict(zip(_SCHEDULE_COLUMNS, row[:-1], strict=True))), row[-1] is not None
+
+
+def finishing_of(row: tuple[Any, ...]) -> tuple[ScheduledJob, bool, bool]:
+    """A row of LOAD_FINISHING: the schedule, whether its workflow has a breaker, whether anything follows it."""
+    schedule, has_breaker = locked_of(row[:-1])
+    return schedule, has_breaker, bool(row[-1])
 
 
 def load_locked(tx: rawsql.Transaction, schedule_id: str) -> ScheduledJob | None:
