@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-import holidays
-
 MAX_YEARS = 20  # years of a country's holidays one calendar expands
 MAX_ENTRIES = 500  # dates or ranges listed by hand, in `dates` and in `removed` each
 MAX_RANGE_DAYS = 366  # days one range "YYYY-MM-DD/YYYY-MM-DD" spans, both ends included
@@ -78,6 +76,8 @@ def _days_of(entries: Iterable[str], field: str) -> list[date]:
 def country_holidays(country: str, subdivision: str | None, first_year: int, last_year: int) -> dict[date, str]:
     """The public holidays of a country (and subdivision) in [first_year, last_year]; CalendarInvalid naming
     `country` or `subdivision` when the holidays package has none."""
+    import holidays  # here, not at import: it takes a fifth of a second, and only an edit with a country needs it
+
     supported: dict[str, Any] = holidays.list_supported_countries()
     if country not in supported:
         raise CalendarInvalid({"country": [f"no holidays are known for country {country!r} (an ISO 3166 code "

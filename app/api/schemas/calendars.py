@@ -10,12 +10,20 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 from app.api.schemas.common import Cursor, OwnedPageIn, page_of
 from app.api.schemas.fields import Iso, out, whole
 from app.calendar_edits import MAX_DAYS_LISTED
-from app.calendars.expansion import FIRST_YEAR, LAST_YEAR, MAX_DAYS, MAX_ENTRIES, MAX_RANGE_DAYS, MAX_YEARS
+from app.calendars.expansion import (
+    FIRST_YEAR,
+    LAST_YEAR,
+    MAX_DAYS,
+    MAX_ENTRIES,
+    MAX_RANGE_DAYS,
+    MAX_YEARS,
+)
 from app.calendars.models import Calendar
 from app.queries import CALENDARS
 
+_DATE = r"(19[7-9]\d|2\d{3})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
 _ENTRY = fields.String(validate=validate.Length(min=10, max=21), metadata={
-    "pattern": r"^\d{4}-\d{2}-\d{2}(/\d{4}-\d{2}-\d{2})?$", "example": "2026-12-24/2026-12-31",
+    "pattern": f"^{_DATE}(/{_DATE})?$", "example": "2026-12-24/2026-12-31",
     "description": f"a date, or a range of at most {MAX_RANGE_DAYS} days (both ends included)"})
 
 
@@ -27,8 +35,9 @@ class CalendarIn(Schema):
         unknown = RAISE
 
     name = fields.String(required=True, validate=validate.Length(min=1, max=200), metadata={"example": "us-ny"})
-    country = fields.String(allow_none=True, validate=validate.Length(min=2, max=8), metadata={
-        "example": "US", "description": "an ISO 3166 code the holidays package knows; null: no country"})
+    country = fields.String(allow_none=True, validate=validate.Length(min=2, max=3), metadata={
+        "example": "US", "pattern": "^[A-Za-z]{2,3}$",
+        "description": "an ISO 3166 code the holidays package knows (lower case is read as upper); null: none"})
     subdivision = fields.String(allow_none=True, validate=validate.Length(min=1, max=64), metadata={
         "example": "NY", "description": "a subdivision of the country (a state, a Land), e.g. NY, BY"})
     first_year = whole(FIRST_YEAR, LAST_YEAR, metadata={"description": "default: this year"})
