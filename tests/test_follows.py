@@ -123,6 +123,13 @@ def _triggers() -> list[FollowTrigger]:
 
 
 def test_a_success_triggers_its_follower_once_and_the_run_names_the_upstream_run(app, client, fake_clock, tmp_path):
+    from app.notify import outbox
+    from app.notify.models import Event, Webhook
+
+    db.session.add(Webhook(owner_id=1, url="https://hooks.example.com/recur", event_types=["run.succeeded"],
+                           secret="whsec_cmVjdXItZXhhbXBsZS1zZWNyZXQtMjRi", created_at=fake_clock.now))
+    db.session.commit()
+    outbox.forget(1)
     path = tmp_path / "calls.log"
     a = make_schedule(fake_clock.now, task="tests.follow_step", name="a", key="a", interval_seconds=60,
                       trigger_payload={"path": str(path)})
@@ -143,6 +150,10 @@ def test_a_success_triggers_its_follower_once_and_the_run_names_the_upstream_run
     assert (run.status, run.trigger, run.triggered_by_run_id) == ("succeeded", RunTrigger.AFTER.value, upstream_id)
     assert _triggers()[0].status == "done"
     run_id, run_for = run.id, run.scheduled_for
+    events = {e.data["run_id"]: e.data for e in db.session.scalars(select(Event).where(Event.type == "run.succeeded"))}
+    db.session.rollback()
+    assert events[run_id]["triggered_by_run_id"] == upstream_id and events[run_id]["trigger"] == "after"
+    assert events[upstream_id]["triggered_by_run_id"] is None
     listed = client.get(f"{API}{b.id}/runs/").json["items"][0]
     assert listed["triggered_by_run_id"] == upstream_id and listed["trigger"] == "after"
     # A second job of the same run (a process that died after its enqueue, before marking it queued) starts nothing.

@@ -42,7 +42,7 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
         if finished is None:
             tx.rollback()
             return None
-        schedule_id, nominal, _started, trigger = finished
+        schedule_id, nominal, _started, trigger, triggered_by = finished
         if captured is not None:
             tx.send(rows.RECORD_OUTPUT, {"p_run_id": run_id, **{f"p_{k}": v for k, v in captured.as_dict().items()}})
         tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, finished[2], now))
@@ -53,7 +53,8 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
             return None
         schedule, has_breaker, has_followers = rows.finishing_of(row)
         before = schedule.status
-        finish_events.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, has_breaker)
+        finish_events.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, has_breaker,
+                                triggered_by=triggered_by)
         followers.after_run(tx, schedule, run_id, trigger, status, now, has_followers)  # same commit
         if schedule.running_run_id != run_id:
             # A run outside the chain (manual, backfill, a detached tick), or a chain run already written

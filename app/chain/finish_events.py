@@ -34,15 +34,17 @@ def _iso(instant: datetime | None) -> str | None:
 
 
 def after_run(tx: rawsql.Transaction, schedule: ScheduledJob, run_id: str, nominal: datetime, trigger: str | None,
-              status: RunStatus, error: str | None, now: datetime, has_breaker: bool) -> None:
-    """`has_breaker`: the workflow has a circuit breaker (read with the schedule's row by the finish)."""
+              status: RunStatus, error: str | None, now: datetime, has_breaker: bool,
+              triggered_by: str | None = None) -> None:
+    """`has_breaker`: the workflow has a circuit breaker (read with the schedule's row by the finish);
+    `triggered_by`: for a run of trigger `after`, the upstream run whose end triggered it."""
     event = _RUN_EVENTS.get(status)
     if event is None:  # skipped, cancelled: not a run that ran to an outcome
         return
     emit(tx, schedule.owner_id, event.value, {
         "schedule_id": schedule.id, "schedule_name": schedule.name, "workflow_id": schedule.workflow_id,
         "run_id": run_id, "scheduled_for": _iso(nominal), "finished_at": _iso(now), "status": status.value,
-        "trigger": trigger, "error": error,
+        "trigger": trigger, "error": error, "triggered_by_run_id": triggered_by,
     }, now)
     if has_breaker:
         workflow_breaker.record(tx, schedule.workflow_id, run_id, status is RunStatus.SUCCEEDED, now)

@@ -88,7 +88,8 @@ FINISH_RUN = rawsql.Statement(
     .where((RUNS.c.id == bindparam("p_run_id")) & (RUNS.c.status == RunStatus.RUNNING.value))
     .values(status=bindparam("p_status"), finished_at=bindparam("p_finished_at", type_=UTCDateTime()),
             error=bindparam("p_error"))
-    .returning(RUNS.c.schedule_id, RUNS.c.scheduled_for, RUNS.c.started_at, RUNS.c.trigger)
+    .returning(RUNS.c.schedule_id, RUNS.c.scheduled_for, RUNS.c.started_at, RUNS.c.trigger,
+               RUNS.c.triggered_by_run_id)
 )
 # What the task left behind, beside the run it finished (only when it left something).
 RECORD_OUTPUT = rawsql.Statement(insert(RunOutput.__table__).values(
