@@ -13,6 +13,7 @@ from recur_cli.calendars import calendars
 from recur_cli.client import ApiError
 from recur_cli.context import DEFAULT_URL, ApiGroup, Context, current, json_option
 from recur_cli.events import events
+from recur_cli.explain import register as register_explain
 from recur_cli.imports import import_group
 from recur_cli.owners import me, owners
 from recur_cli.runs import runs
@@ -40,6 +41,7 @@ def cli(ctx: click.Context, url: str, token: str | None, as_json: bool) -> None:
 
 
 cli.add_command(schedules)
+register_explain(schedules)
 cli.add_command(workflows)
 cli.add_command(runs)
 cli.add_command(breaker)

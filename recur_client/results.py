@@ -250,6 +250,42 @@ class Preview(TypedDict):
     next_runs: list[PreviewTime]
 
 
+class ExplainRun(TypedDict):
+    """A run or gap row as an explanation names it (the run's own GET has the rest)."""
+
+    id: str
+    status: str
+    trigger: str
+    scheduled_for: str
+    started_at: str
+    finished_at: str | None
+    reason: str | None
+    ticks: int | None
+    error: str | None
+
+
+class Explanation(TypedDict):
+    """Why a schedule did or didn't run at a time (docs/explain.md): `kind` and a one-line `summary`, the tick
+    explained (`nominal`), and the facts that answer it."""
+
+    kind: str
+    summary: str
+    asked: str
+    nominal: str | None
+    run: ExplainRun | None
+    attempts: int
+    late_seconds: float | None
+    reason: str | None
+    held_by: ExplainRun | None
+    paused_by: str | None
+    paused_at: str | None
+    pause_note: str | None
+    breaker_since: str | None
+    moved_to: str | None
+    next_tick: str | None
+    notes: list[str]
+
+
 class BatchDeleted(TypedDict):
     deleted: list[str]
     not_found: list[str]

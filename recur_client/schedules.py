@@ -11,6 +11,7 @@ from recur_client.results import (
     Backfill,
     BackfillPlan,
     BatchDeleted,
+    Explanation,
     Page,
     Preview,
     Run,
@@ -78,6 +79,11 @@ class Schedules:
         if count is not None:
             body["count"] = count
         return cast(Preview, self.transport.request("POST", "/schedules/preview/", body))
+
+    def explain(self, schedule_id: str, at: str | None = None) -> Explanation:
+        """Why the schedule did or didn't run at `at` (ISO 8601; default now), or at its nearest tick to it."""
+        return cast(Explanation, self.transport.request("GET", f"/schedules/{schedule_id}/explain/",
+                                                        query={"at": at}))
 
     def runs(self, schedule_id: str, *, limit: int | None = None, offset: int | None = None,
              cursor: str | None = None) -> Page[Run]:

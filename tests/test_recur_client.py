@@ -40,6 +40,7 @@ RESULTS = {
     "Webhook": "WebhookOut", "CreatedWebhook": "WebhookCreatedOut", "DeliveryAttempt": "DeliveryAttemptOut",
     "DeliveryAttemptPage": "DeliveryAttemptPage", "Delivery": "DeliveryOut", "Page": "SchedulePage",
     "Calendar": "CalendarOut", "CalendarDay": "CalendarDayOut", "CalendarDays": "CalendarDaysOut",
+    "Explanation": "ExplainOut", "ExplainRun": "ExplainRunOut",
 }
 # Each input type and the request schema whose fields it offers.
 FIELDS = {"ScheduleFields": "ScheduleIn", "TimingFields": "PreviewIn", "WorkflowFields": "WorkflowIn",
@@ -167,6 +168,13 @@ def test_every_operation_of_the_api_through_the_client(stack: Stack, receiver: R
     actions = [e["action"] for e in recur.schedules.iterate_events(nightly["id"])]
     assert {"create", "update", "pause", "resume"} <= set(actions), actions
     assert recur.schedules.events(nightly["id"], limit=1)["total"] == len(actions)
+
+    # why it did or didn't run: a tick before the schedule was made, and one ahead (02:00 in Berlin)
+    before = recur.schedules.explain(nightly["id"], "2026-01-05T01:00:00Z")
+    assert (before["kind"], before["nominal"]) == ("before_created", "2026-01-05T01:00:00Z")
+    ahead = recur.schedules.explain(nightly["id"], "2036-01-05T01:10:00Z")
+    assert (ahead["kind"], ahead["nominal"], ahead["notes"][0]) == (
+        "will_run", "2036-01-05T01:00:00Z", "no tick at the asked time: this is the nearest one")
 
     # webhooks: a delivery of the schedule.paused above and its attempt, redelivered by hand
     assert "secret" not in recur.webhooks.get(hook["id"])

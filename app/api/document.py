@@ -15,6 +15,7 @@ from flask_smorest import Api
 from app.api import audit, guard, health, owners, runs, schedules, tasks, webhooks, workflows  # noqa: F401  (their views)
 from app.api.blueprint import api
 from app.api.calendars import Calendars  # noqa: F401  (registers its views)
+from app.api.explain import ScheduleExplain  # noqa: F401  (registers its view)
 from app.api.schemas.common import ErrorOut
 from app.api.schemas.workflows import KnownTask
 from app.tasks import task_names

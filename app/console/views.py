@@ -18,7 +18,7 @@ from app.api.schemas.fields import iso
 from app.api.schemas.workflows import WorkflowIn
 from app.auth import quotas
 from app.auth.scope import caller
-from app.console import chart, forms, session, times
+from app.console import chart, explaining, forms, session, times
 from app.extensions import db, get_redis, queue_depths
 from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
 from app.policies.condition import FAILED_OUTCOMES, Condition, condition
@@ -163,7 +163,8 @@ def schedule_page(schedule_id: str) -> Page:
                            runs=found.items, total=found.total, total_capped=found.total_capped,
                            older=found.next, newest=after is not None,
                            chart=chart.timeline(points, zone=times.view_zone(schedule.timezone)), workflow=workflow,
-                           stats=history.stats(schedule), follows=follows.neighbours(schedule))
+                           stats=history.stats(schedule), follows=follows.neighbours(schedule),
+                           explained=explaining.explained(schedule, times.view_zone(schedule.timezone)))
 
 
 @console.route("/schedules/new", methods=["GET", "POST"])

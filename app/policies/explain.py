@@ -10,7 +10,7 @@ The answer's `kind`, in the order they are decided:
   missed       a row records the tick missed (catch-up: skip, window, limit)
   skipped      a row records the tick skipped (overlap: `held_by` the run that was going; a full workflow;
                the breaker)
-  before_created  the tick is older than the schedule
+  before_created  the tick is not after the schedule's creation (its first tick is the first after it)
   paused       the schedule was paused at the tick (when, by whom, the note)
   breaker_open the workflow's breaker was open at the tick
   not_recorded the tick is past and nothing says what happened (its runs pruned, or the schedule had stopped)
@@ -134,7 +134,7 @@ def explain(tick: TickFacts, schedule: ScheduleFacts, runs: Sequence[RunFact], r
         held = _holder(nominal, running_before) if gap.reason in ("overlap", "overlap_limit") else None
         return Explanation(gap.status, _gap_text(gap, held), nominal, run=gap, reason=gap.reason, held_by=held,
                            notes=notes)
-    if nominal < schedule.created_at:
+    if nominal <= schedule.created_at:  # a schedule's first tick is the first strictly after its creation
         return Explanation("before_created", "the schedule did not exist yet", nominal, notes=notes)
     if nominal <= now:
         if pause is not None and pause.paused:
@@ -145,7 +145,7 @@ def explain(tick: TickFacts, schedule: ScheduleFacts, runs: Sequence[RunFact], r
                                reason=breaker.reason, breaker_since=breaker.since, notes=notes)
         if schedule.status == "active" and schedule.next_run_at is not None and nominal >= schedule.next_run_at:
             return Explanation("waiting", "it is due and has not started yet: no worker has taken it", nominal,
-                               next_tick=schedule.next_run_at, notes=notes)
+                               next_tick=tick.next_tick, notes=notes)
         if schedule.runs_kept_since is not None and nominal < schedule.runs_kept_since:
             return Explanation("not_recorded", "its runs of that time are pruned (retention)", nominal, notes=notes)
         return Explanation("not_recorded", "no run or gap is recorded for it", nominal, notes=notes)
@@ -153,7 +153,7 @@ def explain(tick: TickFacts, schedule: ScheduleFacts, runs: Sequence[RunFact], r
         why = f"the schedule is {schedule.status}" + (f": {schedule.pause_note}" if schedule.pause_note else "")
         return Explanation("will_not_run", why, nominal, paused_at=schedule.paused_at,
                            pause_note=schedule.pause_note, notes=notes)
-    return Explanation("will_run", "it will run then", nominal, next_tick=schedule.next_run_at, notes=notes)
+    return Explanation("will_run", "it will run then", nominal, next_tick=tick.next_tick, notes=notes)
 
 
 def _attempts_of(first: RunFact, runs: Sequence[RunFact]) -> list[RunFact]:
