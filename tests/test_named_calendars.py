@@ -93,6 +93,9 @@ def test_names_are_an_owners_own_and_another_owners_calendar_is_not_there(app, c
         assert response.status_code == 422 and "calendar_id" in response.json["errors"], response.json
     assert _ok(other.post(f"{API}/schedules/", json={"name": "s", "workflow_id": flow, "cron": "0 9 * * *",
                                                      "calendar_id": theirs["id"]}), 201)["calendar_id"] == theirs["id"]
+    owner_id = theirs["owner_id"]  # deleting the owner takes its calendar in use with its schedules
+    assert client.delete(f"{API}/owners/{owner_id}/").status_code == 204
+    assert client.get(f"{API}/calendars/{theirs['id']}/").status_code == 404
 
 
 def test_an_unknown_calendar_is_a_422_naming_calendar_id(client) -> None:  # type: ignore[no-untyped-def]
