@@ -120,6 +120,11 @@ def test_the_breaker_was_open() -> None:
     breaker = BreakerFact("open", T - timedelta(minutes=5), "3 consecutive failed runs (threshold 3)")
     answer = explain(TICK, ACTIVE, [], [], None, breaker, NOW)
     assert (answer.kind, answer.breaker_since) == ("breaker_open", T - timedelta(minutes=5))
+    # the tick the breaker turned away is recorded skipped: the row answers, with since when it was open
+    gap = _run("gap", "skipped", T, 0.1, 0.1, reason="breaker", ticks=1)
+    answer = explain(TICK, ACTIVE, [gap], [], None, breaker, NOW)
+    assert (answer.kind, answer.reason, answer.breaker_since) == ("skipped", "breaker", T - timedelta(minutes=5))
+    assert answer.summary == "skipped: its workflow's circuit breaker was open"
 
 
 def test_before_the_schedule_existed() -> None:

@@ -132,8 +132,10 @@ def explain(tick: TickFacts, schedule: ScheduleFacts, runs: Sequence[RunFact], r
     gap = _gap_covering(nominal, runs)
     if gap is not None:
         held = _holder(nominal, running_before) if gap.reason in ("overlap", "overlap_limit") else None
+        opened = breaker.since if gap.reason == "breaker" and breaker is not None and breaker.state != "closed" \
+            else None
         return Explanation(gap.status, _gap_text(gap, held), nominal, run=gap, reason=gap.reason, held_by=held,
-                           notes=notes)
+                           breaker_since=opened, notes=notes)
     if nominal <= schedule.created_at:  # a schedule's first tick is the first strictly after its creation
         return Explanation("before_created", "the schedule did not exist yet", nominal, notes=notes)
     if nominal <= now:
