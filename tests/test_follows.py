@@ -249,3 +249,15 @@ def test_closed_triggers_go_with_the_runs_of_their_time_and_open_ones_stay(app, 
     report = prune(fake_clock.now, Retention(runs_days=30), batch=500, max_batches=10)
     assert report.rows["follow_triggers"] == 2
     assert sorted(t.status for t in _triggers()) == ["done", "pending", "queued"]
+
+
+def test_one_process_dispatches_at_a_time(app, fake_clock):
+    make_schedule(fake_clock.now, name="a", key="a", interval_seconds=60)
+    make_schedule(fake_clock.now, name="b", interval_seconds=86400, after={"schedule": "a"})
+    step(app, fake_clock)
+    get_redis(app).set(triggered.DISPATCH_LOCK, "another process", px=10_000)
+    assert triggered.dispatch_due(fake_clock.now) == []  # the other holds it: nothing twice
+    assert _triggers()[0].status == "pending"
+    get_redis(app).delete(triggered.DISPATCH_LOCK)
+    assert len(triggered.dispatch_due(fake_clock.now)) == 1
+    assert get_redis(app).get(triggered.DISPATCH_LOCK) is None  # released

@@ -11,6 +11,7 @@ job of one run ID starts nothing: the run's row is keyed by it, app.outside_runs
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,12 @@ from app.outside_runs.queueing import enqueue, on_its_way
 log = logging.getLogger(__name__)
 
 BATCH = 500  # triggers one pass looks at, oldest due first
+DISPATCH_LOCK = "recur:follow-dispatch-lock"
+DISPATCH_LOCK_MS = 10_000  # a holder killed mid-pass holds the others off this long at most
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 _TRIGGERS = FollowTrigger.__table__
 _SCHEDULES = ScheduledJob.__table__
@@ -53,7 +60,20 @@ def _page(status: str, now: datetime) -> list[Any]:
 
 def dispatch_due(now: datetime) -> list[str]:
     """Enqueue the run of every pending trigger now due (a page of them); returns the run IDs enqueued.
-    A follower no longer active when its trigger comes due records the trigger skipped ("paused")."""
+    A follower no longer active when its trigger comes due records the trigger skipped ("paused").
+    One process at a time (DISPATCH_LOCK): every worker's loop calls this each second, and two passes at
+    once would enqueue one run twice (harmless, but a second job of a run is work for nothing)."""
+    redis = get_redis()
+    token = uuid.uuid4().hex
+    if not redis.set(DISPATCH_LOCK, token, nx=True, px=DISPATCH_LOCK_MS):
+        return []
+    try:
+        return _dispatch(now)
+    finally:
+        redis.eval(_RELEASE, 1, DISPATCH_LOCK, token)
+
+
+def _dispatch(now: datetime) -> list[str]:
     started: list[str] = []
     for trigger_id, follower_id, upstream_run_id, run_id, due_at, status, timeout, queue in _page("pending", now):
         if status != ScheduleStatus.ACTIVE.value:
