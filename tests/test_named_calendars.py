@@ -174,3 +174,18 @@ def test_the_chain_runs_the_moved_ticks(app, client, clock_2026) -> None:  # typ
     _ok(client.patch(f"{API}/calendars/{calendar['id']}/", json={"dates": ["2026-12-29"]}))
     assert next_due(app) == datetime(2026, 12, 30, 8, tzinfo=UTC)
     assert len([i for i in scheduled_ids(app) if i.startswith(f"sched-{made['id']}-")]) == 1
+
+
+def test_catch_up_runs_only_the_ticks_the_calendar_leaves(app, client, clock_2026) -> None:  # type: ignore[no-untyped-def]
+    """A link run two and a half days late under catch_up=all: the missed ticks it works through are the
+    spec's, so the calendar's day is not among them."""
+    calendar = _calendar(client, dates=["2026-12-22"])
+    made = _ok(client.post(f"{API}/schedules/", json={
+        "name": "daily", "workflow_id": _workflow(client), "cron": "0 9 * * *", "calendar_id": calendar["id"],
+        "catch_up": "all"}), 201)
+    step(app, clock_2026, extra_seconds=2.5 * 86400)  # the 21st's link, at 21:00 on the 23rd
+    for _ in range(3):
+        step(app, clock_2026)
+    ran = sorted((r.scheduled_for, r.trigger) for r in runs_of(made["id"]) if r.status == "succeeded")
+    assert [(t.day, trigger) for t, trigger in ran][:2] == [(21, "catch_up"), (23, "catch_up")], ran
+    assert [t.day for t, _ in ran] == [21, 23, 24, 25], ran
