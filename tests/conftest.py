@@ -16,7 +16,8 @@ from app.extensions import db
 from app.schema import ensure_schema
 from tests.databases import PostgresDatabases, SqliteDatabases
 from tests.pgcluster import POSTGRES_BIN, PgServer, single_server
-from tests.servers import RedisServer, print_logs_if_failed
+from tests.receiver import Receiver
+from tests.servers import RedisServer, free_port, print_logs_if_failed
 from tests.stack import Stack
 from tests.tokens import authorized_client, token_for_app
 
@@ -230,3 +231,13 @@ def pg_stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: Redis
     print_logs_if_failed(request.node, tmp_path.glob("*.log"))
     if getattr(request.node, "report_call", None) is not None and request.node.report_call.failed:
         print("----- postgres\n" + postgres.log_tail())
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A webhook receiver (tests/receiver.py) on a free loopback port, for the test's webhooks to send to."""
+    receiver = Receiver(free_port())
+    receiver.start()
+    yield receiver
+    receiver.stop()
+

@@ -8,13 +8,12 @@ token made, signed in with and revoked, which signs the session out; the owners'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.receiver import Receiver
-from tests.servers import free_port, wait_for
+from tests.servers import wait_for
 from tests.stack import QUICK_WEBHOOKS, Stack
 from tests.test_console_browser import CHROMIUM, _shot
 
@@ -24,14 +23,6 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def stack_env() -> dict[str, str]:
     return QUICK_WEBHOOKS  # webhooks to a loopback receiver, retried quickly
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    receiver = Receiver(free_port())
-    receiver.start()
-    yield receiver
-    receiver.stop()
 
 
 @pytest.fixture

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from recur_cli.plan import POLICY_DEFAULTS
-from tests.receiver import Receiver, verify
+from tests.receiver import verify
 from tests.recur_cli_runner import recur
-from tests.servers import free_port, wait_for
+from tests.servers import wait_for
 from tests.stack import QUICK_WEBHOOKS
 
 pytestmark = pytest.mark.integration
@@ -136,14 +135,6 @@ def test_apply_refuses_a_file_it_cannot_apply(stack, tmp_path):
 @pytest.fixture
 def stack_env() -> dict[str, str]:
     return QUICK_WEBHOOKS  # webhooks to a loopback receiver
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    receiver = Receiver(free_port())
-    receiver.start()
-    yield receiver
-    receiver.stop()
 
 
 POLICIES = {"max_concurrent_runs": 2, "concurrency_policy": "skip", "breaker_threshold": 3,

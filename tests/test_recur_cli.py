@@ -5,11 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import tomllib
-from collections.abc import Iterator
 
 import pytest
 
-from tests.receiver import Receiver
 from tests.recur_cli_runner import recur
 from tests.servers import ROOT, free_port, wait_for
 from tests.stack import QUICK_WEBHOOKS
@@ -118,14 +116,6 @@ def test_exit_codes_for_usage_auth_and_an_unreachable_server(stack):
 @pytest.fixture
 def stack_env() -> dict[str, str]:
     return QUICK_WEBHOOKS  # webhooks to a loopback receiver, retried quickly
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    receiver = Receiver(free_port())
-    receiver.start()
-    yield receiver
-    receiver.stop()
 
 
 def test_webhooks_tokens_owners_events_runs_and_breaker_through_the_cli(stack, receiver):

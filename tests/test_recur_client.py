@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any, get_type_hints
 
 import pytest
@@ -50,14 +49,6 @@ FIELDS = {"ScheduleFields": "ScheduleIn", "TimingFields": "PreviewIn", "Workflow
 @pytest.fixture
 def stack_env() -> dict[str, str]:
     return QUICK_WEBHOOKS
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    receiver = Receiver(free_port())
-    receiver.start()
-    yield receiver
-    receiver.stop()
 
 
 def test_the_client_imports_without_the_server_or_flask() -> None:
