@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import fakeredis
 import pytest
@@ -241,3 +243,19 @@ def receiver() -> Iterator[Receiver]:
     yield receiver
     receiver.stop()
 
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Debian's Chromium, headless, driven by Playwright; the test is skipped where it is not installed. A test
+    opens its own contexts (zone, viewport, JavaScript) on it: Stack.console_page signs one in."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (scripts/bootstrap installs Debian's chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()

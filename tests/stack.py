@@ -96,6 +96,16 @@ class Stack:
         for worker in self.workers:
             wait_for(lambda w=worker: "Listening on" in w.output(), timeout, what="a worker to start")
 
+    def console_page(self, browser: Any, **context: Any) -> Any:
+        """A page of a new context of a Playwright `browser` (New York's zone; `context` adds options such as
+        viewport or java_script_enabled), signed in to the console with the stack's token."""
+        page = browser.new_context(timezone_id="America/New_York", **context).new_page()
+        page.goto(self.api.base + "/signin")
+        page.fill("#token", self.api.token)
+        page.click("button[type=submit]")
+        page.wait_for_url(self.api.base + "/schedules")
+        return page
+
     def stop(self) -> None:
         for process in [*self.workers, self.web]:
             process.stop()

@@ -15,7 +15,7 @@ import pytest
 from tests.receiver import Receiver
 from tests.servers import wait_for
 from tests.stack import QUICK_WEBHOOKS, Stack
-from tests.test_console_browser import CHROMIUM, _shot
+from tests.test_console_browser import _shot
 
 pytestmark = pytest.mark.integration
 
@@ -23,29 +23,6 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def stack_env() -> dict[str, str]:
     return QUICK_WEBHOOKS  # webhooks to a loopback receiver, retried quickly
-
-
-@pytest.fixture
-def browser() -> Any:
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (scripts/bootstrap installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-def _signed_in(browser: Any, stack: Stack, token: str | None = None, **context: Any) -> Any:
-    page = browser.new_context(timezone_id="America/New_York", **context).new_page()
-    page.goto(stack.api.base + "/signin")
-    page.fill("#token", token or stack.api.token)
-    page.click("button[type=submit]")
-    page.wait_for_url(stack.api.base + "/schedules")
-    return page
 
 
 def _fits(page: Any, width: int) -> bool:
@@ -75,7 +52,7 @@ def test_webhook_bulk_pause_delivery_log_schedule_policies_breaker_reset_and_aud
     stack.start_worker()
     stack.wait_workers_ready()
     base, api = stack.api.base, stack.api
-    page = _signed_in(browser, stack, viewport={"width": 1280, "height": 900})
+    page = stack.console_page(browser, viewport={"width": 1280, "height": 900})
 
     page.click("text=Webhooks")
     page.fill("#f-url", receiver.url)
@@ -174,7 +151,7 @@ def test_a_token_made_signed_in_with_and_revoked_signs_out_and_the_owners_page_w
     from playwright.sync_api import expect
 
     base = stack.api.base
-    page = _signed_in(browser, stack, viewport={"width": 1280, "height": 900}, java_script_enabled=False)
+    page = stack.console_page(browser, viewport={"width": 1280, "height": 900}, java_script_enabled=False)
     page.goto(base + "/tokens")
     page.fill("#f-name", "browser")
     page.fill("#f-expires_at", "2099-01-01T00:00:00Z")

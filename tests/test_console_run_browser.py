@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.stack import Stack
-from tests.test_console_browser import CHROMIUM, _shot
+from tests.test_console_browser import _shot
 
 pytestmark = pytest.mark.integration
 
@@ -18,29 +18,6 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def stack_env() -> dict[str, str]:
     return {"RECUR_TASK_MODULES": "tests.jobs"}  # the web and the worker know tests.noisy
-
-
-@pytest.fixture
-def browser() -> Any:
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (scripts/bootstrap installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-def _signed_in(browser: Any, stack: Stack, **context: Any) -> Any:
-    page = browser.new_context(timezone_id="America/New_York", **context).new_page()
-    page.goto(stack.api.base + "/signin")
-    page.fill("#token", stack.api.token)
-    page.click("button[type=submit]")
-    page.wait_for_url(stack.api.base + "/schedules")
-    return page
 
 
 def _fits(page: Any, width: int) -> bool:
@@ -58,7 +35,7 @@ def test_a_failed_runs_page_shows_its_traceback_output_and_logs_and_the_lists_re
     schedule = stack.api.ok("POST", "/api/v1/schedules/", {
         "name": "noisy report", "workflow_id": workflow["id"], "interval_seconds": 8, "total_repeats": 1,
         "max_retries": 0, "timezone": "Europe/Berlin"})
-    page = _signed_in(browser, stack, viewport={"width": 1280, "height": 900})
+    page = stack.console_page(browser, viewport={"width": 1280, "height": 900})
     listed = page.locator("#schedules-wrap tbody tr").first
     expect(listed).to_contain_text("noisy report")
     expect(listed).not_to_contain_text("failed")
@@ -80,7 +57,7 @@ def test_a_failed_runs_page_shows_its_traceback_output_and_logs_and_the_lists_re
     _shot(page, "12-run-page")
     run_url = page.url
 
-    phone = _signed_in(browser, stack, viewport={"width": 390, "height": 844}, is_mobile=True)
+    phone = stack.console_page(browser, viewport={"width": 390, "height": 844}, is_mobile=True)
     for url in (run_url, base + f"/schedules/{schedule['id']}", base + "/schedules"):
         phone.goto(url)
         assert _fits(phone, 390), url
@@ -88,7 +65,7 @@ def test_a_failed_runs_page_shows_its_traceback_output_and_logs_and_the_lists_re
     expect(phone.locator("#run-traceback")).to_be_visible()
     _shot(phone, "13-run-page-phone")
 
-    no_js = _signed_in(browser, stack, viewport={"width": 1280, "height": 900}, java_script_enabled=False)
+    no_js = stack.console_page(browser, viewport={"width": 1280, "height": 900}, java_script_enabled=False)
     no_js.goto(run_url)
     expect(no_js.locator("#run-traceback")).to_contain_text("ValueError: noisy task fails on purpose")
     expect(no_js.locator("#run-output")).to_contain_text("printed to stderr")
