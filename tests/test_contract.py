@@ -244,7 +244,9 @@ def test_the_live_server_keeps_its_contract_under_schemathesis(web, tmp_path):
     # a manual one, a backfill's), so reads and edits reach real rows and their answers are checked too.
     workflow = _post(web, "/api/v1/workflows/", {"name": "w", "task": "builtin.noop"})
     once = _post(web, "/api/v1/schedules/", {"name": "once", "workflow_id": workflow["id"], "after_seconds": 1})
-    hourly = _post(web, "/api/v1/schedules/", {"name": "hourly", "workflow_id": workflow["id"], "cron": "0 * * * *"})
+    # Its key is the one the document's example of `after` names, so the examples' schedules may follow it.
+    hourly = _post(web, "/api/v1/schedules/", {"name": "hourly", "workflow_id": workflow["id"], "cron": "0 * * * *",
+                                               "key": "nightly-export"})
     # A calendar (id 1, as the workflow is) that a schedule uses, so schedules the fuzzer makes on it are valid
     # and its delete is the 409 the document declares.
     calendar = _post(web, "/api/v1/calendars/", {"name": "c", "dates": ["2030-12-25"]})

@@ -31,7 +31,7 @@ class AfterIn(Schema):
         unknown = RAISE
 
     schedule = fields.String(required=True, validate=validate.Length(min=1, max=200), metadata={
-        "description": "the upstream schedule's id or key (one of yours)"})
+        "example": "nightly-export", "description": "the upstream schedule's id or key (one of yours)"})
     on = fields.String(load_default=FollowOn.SUCCEEDED.value, validate=validate.OneOf(_ON), metadata={
         "description": "succeeded (default), failed (failed or timed out), or ended (either)"})
     delay_seconds = whole(0, MAX_DELAY_SECONDS, load_default=0, metadata={
