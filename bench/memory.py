@@ -26,7 +26,9 @@ def recur(bench: Bench, schedules: int, marks: list[int], mode: str = "default")
     env = bench.recur("memory")
     try:
         workflow = env.workflow()
-        env.start_workers(1, mode)
+        # One slot, so that the worker.py process is the RQ worker and its child the work process: a leak
+        # is a slot's, and every slot runs the same loop (with slots, worker.py only supervises them).
+        env.start_workers(1, mode, "--concurrency", "1")
         due = int(time.time()) + 2
         env.insert_schedules(workflow, schedules, 1, lambda _: utc(due))
         env.reconcile()

@@ -196,8 +196,10 @@ def test_trigger_twice_with_one_idempotency_key_starts_one_run(stack: Stack) -> 
     log = _with_log(stack)
     stack.start_worker()
     workflow = _workflow(stack)
-    # Its one daily tick is twelve hours away, so it cannot come due between the create and the pause.
-    schedule_id = _schedule(stack, workflow, "daily", cron=f"0 {(datetime.now(UTC).hour + 12) % 24} * * *")
+    # Its one daily tick is twelve hours away, so it cannot come due between the create and the pause. Its two
+    # runs may overlap (a worker's slots take both at once): allow_all, so that neither is skipped for it.
+    schedule_id = _schedule(stack, workflow, "daily", cron=f"0 {(datetime.now(UTC).hour + 12) % 24} * * *",
+                            overlap="allow_all")
     stack.api.ok("POST", f"/api/v1/schedules/{schedule_id}/pause/")  # a paused schedule can be triggered
     path = f"/api/v1/schedules/{schedule_id}/trigger/"
     first = stack.api.call("POST", path, headers={"Idempotency-Key": "deploy-42"})
