@@ -80,7 +80,8 @@ def tally(schedule: dict[str, Any], runs: list[dict[str, Any]], created: tuple[d
     out.expected = len(slots)
     ran = {parse_instant(r["scheduled_for"]) for r in runs}
     out.lost = sum(1 for slot in slots if slot not in ran)
-    ordered = sorted(runs, key=lambda r: (r["repeat_number"], r["retry_number"]))
+    # A tick not run is a row of its own (a reason, ticks, no repeat number): counted in `ran` above, not a link.
+    ordered = sorted((r for r in runs if r["reason"] is None), key=lambda r: (r["repeat_number"], r["retry_number"]))
     for before, after in zip(ordered, ordered[1:], strict=False):
         gap = parse_instant(after["scheduled_for"]) - parse_instant(before["scheduled_for"])
         if gap != interval:
