@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.receiver import ALL_TYPES, Receiver, verify
-from tests.servers import free_port, wait_for
+from tests.servers import wait_for
 from tests.stack import QUICK_WEBHOOKS, Stack, parse_instant
 
 pytestmark = pytest.mark.integration
@@ -24,14 +24,6 @@ NO_REPEAT_SECONDS = 4.0
 @pytest.fixture
 def stack_env() -> dict[str, str]:
     return QUICK_WEBHOOKS
-
-
-@pytest.fixture
-def receiver():  # type: ignore[no-untyped-def]
-    receiver = Receiver(free_port())
-    receiver.start()
-    yield receiver
-    receiver.stop()
 
 
 def test_webhook_urls_that_reach_internal_addresses_are_refused(stack: Stack) -> None:

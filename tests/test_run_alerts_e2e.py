@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from tests.receiver import Receiver, verify
-from tests.servers import free_port, wait_for
+from tests.servers import wait_for
 from tests.stack import QUICK_WEBHOOKS, Stack, parse_instant
 
 pytestmark = pytest.mark.integration
@@ -25,14 +25,6 @@ WORKER_DELAY_SECONDS = 4.0
 @pytest.fixture
 def stack_env() -> dict[str, str]:
     return QUICK_WEBHOOKS
-
-
-@pytest.fixture
-def receiver():  # type: ignore[no-untyped-def]
-    receiver = Receiver(free_port())
-    receiver.start()
-    yield receiver
-    receiver.stop()
 
 
 def test_run_long_run_late_and_schedule_failing_arrive_once_each(stack: Stack, receiver: Receiver) -> None:
