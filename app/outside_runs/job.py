@@ -53,6 +53,11 @@ _INSERT_RUN = rawsql.Statement(insert(_RUNS).values(
     reason=bindparam("p_reason"), ticks=bindparam("p_ticks"), backfill_id=bindparam("p_backfill_id"),
     triggered_by_run_id=bindparam("p_triggered_by"),
 ))
+# After the schedule's row is locked, in a statement of its own (its snapshot is taken once it holds the lock): a
+# copy of this run's job that started it first has committed its row by then. Whatever holds a schedule's row
+# must not wait on a run's, which a finish locks before its schedule's: an INSERT of an id whose row a finish is
+# updating would wait on that finish, and the finish on this transaction.
+_STARTED_BEFORE = rawsql.Statement(select(_RUNS.c.id).where(_RUNS.c.id == bindparam("p_run_id")))
 _BACKFILL_STATUS = rawsql.Statement(select(_BACKFILLS.c.status).where(_BACKFILLS.c.id == bindparam("p_id")))
 
 
@@ -137,6 +142,9 @@ def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overl
         with rawsql.transaction(db.engine) as tx:
             row = tx.first(_LOAD, {"p_id": schedule_id})
             if row is None or (backfill_id and _backfill_status(tx, backfill_id) != "running"):
+                tx.rollback()
+                return "gone"
+            if tx.first(_STARTED_BEFORE, {"p_run_id": run_id}) is not None:  # a copy of its job started it
                 tx.rollback()
                 return "gone"
             name, payload, timeout_seconds, own_overlap, workflow_id, task, limit, limit_policy, threshold = row
