@@ -4,7 +4,8 @@ links onto the queue the moment they are due and reconciles every few seconds.
     python worker.py            # tasks run in a persistent work process: isolated, without a fork per link
     python worker.py --fork     # a work process forked for each link (RQ's Worker): isolated, slower
     python worker.py --simple   # tasks run in the worker process itself (RQ's SimpleWorker): not isolated
-    python worker.py --concurrency 4   # four tasks at once: four RQ workers forked from this one (slots)
+    python worker.py --concurrency 8   # eight tasks at once: eight RQ workers forked from this one (slots);
+                                       # the default is four, or one per core on a machine with more
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def main() -> None:
                         help="kill a work process whose resident memory passes this (its task fails)")
     parser.add_argument("--concurrency", type=int, default=None,
                         help="tasks run at once, each in a slot of its own (default: RECUR_WORKER_CONCURRENCY; "
-                             "0: one per core)")
+                             "0: four, or one per core on a machine with more; 1: no slots, tasks run in this worker)")
     parser.add_argument("--queues", default=None,
                         help="comma-separated queues to take links and runs from, first first (default: every queue "
                              "of the cluster, RECUR_QUEUE then RECUR_QUEUES)")

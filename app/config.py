@@ -43,8 +43,8 @@ class Settings:
     RECUR_METRICS_ADDRESS: str = setting("127.0.0.1", "the address a worker's metrics port listens on")
     RECUR_QUEUES: str = setting("", "further RQ queues a workflow may name for its links and runs (comma "
                                 "separated); a worker listens to RECUR_QUEUE and these unless given --queues")
-    RECUR_WORKER_CONCURRENCY: int = setting(1, "tasks one worker.py runs at once, each in a slot of its own "
-                                            "(0: one per core)", at_least=0)
+    RECUR_WORKER_CONCURRENCY: int = setting(0, "tasks one worker.py runs at once, each in a slot of its own "
+                                            "(0: four, or one per core on a machine with more)", at_least=0)
     RECUR_REDIS_TIMEOUT_SECONDS: float = setting(DEFAULT_REDIS_TIMEOUT_SECONDS,
                                                  "deadline of every Redis connect and reply")
     RECUR_TASK_MODULES: list[str] = setting([], "Python modules imported at start to register tasks "

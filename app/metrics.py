@@ -174,7 +174,7 @@ class StateCollector(Collector):
             scheduled.add_metric([waiting.name], waiting.scheduled)
         yield depth
         yield scheduled
-        workers = GaugeMetricFamily("recur_workers", "RQ workers registered in Redis.")
+        workers = GaugeMetricFamily("recur_workers", "RQ workers in Redis (each slot of a worker.py is one).")
         workers.add_metric([], Worker.count(connection=get_redis(self.app)))
         yield workers
 

@@ -49,9 +49,10 @@ FULL = {
     # (count, interval s) whose tasks sleep (low, high) s, first due over slow_spread s, for `seconds`, each row
     # waiting `drain` s at most for its window's runs; one worker with each concurrency (None: the default)
     # for the quick load alone and beside the slow one; the slow workflow on its own queue and worker
-    # (own_queue slots); throughput of one worker with each of throughput_slots beside rq worker-pool.
+    # (own_queue slots); few_slow: the default worker beside one slow schedule fewer than its slots; throughput
+    # of one worker with each of throughput_slots beside rq worker-pool.
     "mixed": {"quick": (1000, 20), "slow": (20, 60), "sleep": (5, 30), "slow_spread": 20, "seconds": 120,
-              "drain": 30, "baseline": [None, 24], "mixed": [24, None, 2], "own_queue": 24,
+              "drain": 30, "baseline": [None, 24], "mixed": [24, None, 2], "own_queue": 24, "few_slow": True,
               "throughput_slots": [2, 4], "throughput_count": 1000},
 }
 # Tiny and short: every figure, in as few seconds as each scenario's waits allow (CI runs it on each database).
@@ -67,7 +68,7 @@ QUICK = {
     "history": {"runs": 20_000, "schedules": 200, "big": 4000, "small": 1000, "requests": 20, "warmup": 5,
                 "links": 100, "load": (30, 2), "sample": 1, "settle": 5, "limit": 120},
     "mixed": {"quick": (30, 2), "slow": (4, 6), "sleep": (1, 3), "slow_spread": 2, "seconds": 8, "drain": 5,
-              "baseline": [None, 6], "mixed": [6, None, 2], "own_queue": 6, "throughput_slots": [2],
+              "baseline": [None, 6], "mixed": [6, None, 2], "own_queue": 6, "few_slow": True, "throughput_slots": [2],
               "throughput_count": 60},
 }
 # Scenario 1's contenders: (system, kind); bare RQ's two worker classes on no-op jobs, SimpleWorker on jobs that

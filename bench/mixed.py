@@ -16,6 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from rq.registry import FinishedJobRegistry
 from sqlalchemy import update
 
 from app.chain.slots import default_concurrency
+from app.config import Settings
 from app.extensions import db
 from app.models import ScheduledJob
 from bench.lateness import SETUP_SECONDS, steady_due
@@ -133,11 +135,13 @@ def _summary(runs: list[tuple[int, float, float, str, int | None]], workflow: in
 
 
 def load(bench: Bench, spec: dict[str, Any], name: str, concurrency: int | None, slow: bool,
-         own_queue: int | None = None) -> dict[str, Any]:
-    """One load row: the quick schedules, the slow ones beside them if `slow`, on one worker.py with
-    `concurrency` slots; or with `own_queue` slots for the slow workflow on its own queue and worker."""
+         own_queue: int | None = None, slow_count: int | None = None) -> dict[str, Any]:
+    """One load row: the quick schedules, the slow ones beside them if `slow` (`slow_count` of them, or the
+    spec's), on one worker.py with `concurrency` slots; or with `own_queue` slots for the slow workflow on its
+    own queue and worker."""
     quick_count, quick_interval = spec["quick"]
-    slow_count, slow_interval = spec["slow"]
+    spec_slow_count, slow_interval = spec["slow"]
+    slow_count = spec_slow_count if slow_count is None else slow_count
     low, high = spec["sleep"]
     env = bench.recur(f"mixed-{name}", **({"RECUR_QUEUES": SLOW_QUEUE} if own_queue else {}))
     try:
@@ -193,7 +197,7 @@ def load(bench: Bench, spec: dict[str, Any], name: str, concurrency: int | None,
     finally:
         env.stop()
     result: dict[str, Any] = {
-        "concurrency": slots_of(env, concurrency), "own_queue": own_queue, "slow": slow,
+        "concurrency": slots_of(env, concurrency), "own_queue": own_queue, "slow": slow, "slow_count": slow_count,
         "quick": _summary(runs, quick_workflow, start, end, quick_expected),
         "memory": memory, "setup_overran": setup_overran,
     }
@@ -286,6 +290,11 @@ def recur(bench: Bench, spec: dict[str, Any], say: Callable[[str], None]) -> dic
     for concurrency in spec["mixed"]:
         runs.append((f"mixed x{concurrency or 'default'}", f"quick beside slow, one worker x{concurrency or 'default'}",
                      partial(load, bench, spec, f"mixed-x{concurrency}", concurrency, slow=True)))
+    if spec.get("few_slow"):
+        # The default worker (the Procfile's) with one slow task fewer than its slots: the target's own case.
+        few = default_concurrency(Settings.from_env(dict(os.environ)).RECUR_WORKER_CONCURRENCY) - 1
+        runs.append(("few slow x default", f"{few} slow beside the quick ones, one worker x default",
+                     partial(load, bench, spec, "few-slow-default", None, slow=True, slow_count=few)))
     loads = {key: measured(what, fn) for key, what, fn in runs}
     throughput: dict[str, Any] = {}
     count = spec["throughput_count"]

@@ -21,7 +21,7 @@ def mixed_rows(mixed: Any, database: str) -> list[Row]:
 
 
 def _label(key: str, entry: dict[str, Any], mixed: dict[str, Any]) -> str:
-    slow_count, slow_interval = mixed["slow"]
+    slow_count, slow_interval = entry.get("slow_count", mixed["slow"][0]), mixed["slow"][1]
     low, high = mixed["sleep"]
     slow = f"{slow_count} slow (sleep {low:g}-{high:g} s @ {slow_interval}s)"
     if key == "own queue":
@@ -43,7 +43,6 @@ def _rows(mixed: dict[str, Any]) -> list[Row]:
         return row(SCENARIO, "the scenario", "", None, [("error", mixed["error"])], "completes", False)
     rows: list[Row] = []
     quick_count, quick_interval = mixed["quick"]
-    slow_count = mixed["slow"][0]
     for key, entry in mixed["loads"].items():
         if "error" in entry:
             rows += row(SCENARIO, key, "", None, [("error", entry["error"])], "completes", False)
@@ -52,6 +51,7 @@ def _rows(mixed: dict[str, Any]) -> list[Row]:
         quick = entry["quick"]
         baselines = [("p50", quick["p50_ms"]), ("max", quick["max_ms"])]
         target, passed = "", None
+        slow_count = entry.get("slow_count", mixed["slow"][0])
         roomy = entry["slow"] and not entry["own_queue"] and entry["concurrency"] > slow_count
         if roomy:
             target, passed = f"<= {MIXED_ROOMY_P99_MS:g} ms", quick["p99_ms"] <= MIXED_ROOMY_P99_MS

@@ -25,6 +25,8 @@ from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import Engine, make_url
 
 from app import create_app
+from app.chain.slots import default_concurrency
+from app.config import Settings
 from app.extensions import db
 from app.models import ScheduledJob, ScheduleStatus, Workflow
 from app.schema import ensure_schema
@@ -221,12 +223,13 @@ class RecurEnv:
                 for nominal, started, status in self._read("SELECT scheduled_for, started_at, status FROM runs")]
 
     def start_workers(self, count: int, mode: str = "default", *more: str) -> None:
-        """`count` worker.py processes in `mode` (a key of WORKER_MODES), with `more` arguments."""
+        """`count` worker.py processes in `mode` (a key of WORKER_MODES), with `more` arguments; each registers
+        one RQ worker per slot (`--concurrency` in `more`, or the default), and all of them are waited for."""
         extra = [*WORKER_MODES[mode], *more]
         for index in range(count):
             log = self.directory / f"worker{len(self.workers)}.log"
             self.workers.append(start_worker(self.env, log, *extra, "--name", f"bench-recur-{index}-{os.getpid()}"))
-        wait_workers(self.bench.redis, count, self.workers)
+        wait_workers(self.bench.redis, count * slots_in(extra), self.workers)
 
     def stop(self) -> None:
         for worker in self.workers:
@@ -248,6 +251,13 @@ class RecurEnv:
             connection.close()
         wal = self.db_path.with_name(self.db_path.name + "-wal")
         return self.db_path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+def slots_in(arguments: list[str]) -> int:
+    """The slots a worker.py started with `arguments` runs: its --concurrency, or the default."""
+    setting = (int(arguments[arguments.index("--concurrency") + 1]) if "--concurrency" in arguments
+               else Settings.from_env(dict(os.environ)).RECUR_WORKER_CONCURRENCY)
+    return default_concurrency(setting)
 
 
 def wait_workers(redis: Redis, count: int, processes: list[Process], timeout: float = 60) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from app.chain.slots import default_concurrency
 from tests.servers import RedisServer, flask_command, free_port, start_web, wait_for
 from tests.stack import Api, Stack, parse_instant, three_runs_to_done
 from tests.tokens import token_from_cli
@@ -216,8 +217,14 @@ def test_a_worker_rides_out_redis_going_away_in_the_middle_of_a_link(tmp_path, d
         assert worker.alive(), worker.output()[-3000:]
         # RQ registers a worker once, at birth: `rq info`, the console and recur_workers list it again only
         # if it writes its registration back when Redis comes back without it.
-        listed = wait_for(lambda: _workers_listed(redis.url), 10, what="the worker to be listed again")
-        assert [(w.queue_names(), w.birth_date is not None) for w in listed] == [(["recur"], True)]
+        slots = default_concurrency(0)  # each of the worker's slots is an RQ worker of its own
+
+        def relisted() -> list[Any]:
+            listed = _workers_listed(redis.url)
+            return listed if len(listed) == slots else []
+
+        listed = wait_for(relisted, 10, what="the worker's slots to be listed again")
+        assert [(w.queue_names(), w.birth_date is not None) for w in listed] == [(["recur"], True)] * slots
         runs = [r for r in stack.api.runs(schedule_id) if r["reason"] is None]
         ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs)
         assert max(ticks.values()) == 1, ticks

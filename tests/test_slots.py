@@ -14,6 +14,7 @@ import pytest
 from redis import Redis
 from rq import Worker
 
+from app.chain.slots import default_concurrency
 from tests.servers import pid_alive, wait_for
 from tests.stack import Stack, parse_instant
 
@@ -132,3 +133,26 @@ def test_a_task_that_takes_its_work_process_down_leaves_the_other_slots_task_run
     assert error in failed["error"]
     assert [r["status"] for r in stack.api.runs(sleeper)] == ["running"]  # undisturbed meanwhile
     wait_for(lambda: [r["status"] for r in stack.api.runs(sleeper)] == ["succeeded"], 30, what="the long task")
+
+
+def test_a_worker_started_as_the_procfile_starts_it_runs_four_tasks_at_once(stack: Stack) -> None:
+    """No --concurrency and no RECUR_WORKER_CONCURRENCY: the default (four slots on a machine of up to four
+    cores) runs four slow tasks at once, so one of them does not hold the others back."""
+    stack.env.pop("RECUR_WORKER_CONCURRENCY", None)
+    stack.start_worker("--name", "slots")
+    stack.wait_workers_ready()
+    expected = default_concurrency(0)
+    ids = _sleepers(stack, expected, 2)
+    wait_for(lambda: all(stack.api.ok("GET", f"/api/v1/schedules/{i}/")["status"] == "done" for i in ids), 60,
+             what="the slow runs")
+    runs = [r for i in ids for r in stack.api.runs(i)]
+    assert _most_at_once(_spans(runs)) == expected >= 4
+    assert len(_slots(stack)) == expected
+
+
+@pytest.mark.parametrize(("setting", "cores", "slots"), [(3, 2, 3), (1, 16, 1), (0, 1, 4), (0, 2, 4), (0, 4, 4),
+                                                         (0, 16, 16)])
+def test_the_default_is_four_slots_or_one_per_core_beyond_four(setting: int, cores: int, slots: int,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert default_concurrency(setting) == slots
