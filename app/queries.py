@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from functools import cache
+from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import Select, and_, func, or_, select
+from sqlalchemy import Boolean, Select, String, TextClause, and_, func, or_, select, text
 from sqlalchemy.types import TypeDecorator
 
 from app import cursors, schedules
@@ -212,6 +213,38 @@ def recent_runs(schedule_ids: list[str], per_schedule: int) -> dict[str, list[Ru
                                     .order_by(Run.started_at.desc(), Run.id.desc()).limit(per_schedule)).all()
         out[schedule_id] = list(reversed(newest))
     return out
+
+
+class Outcome(NamedTuple):
+    """What a strip shows of one run: when it was due, how it ended, and whether it ran long."""
+
+    scheduled_for: datetime
+    status: str
+    long_alerted: bool
+
+
+def recent_outcomes(schedule_ids: list[str], per_schedule: int) -> dict[str, list[Outcome]]:
+    """recent_runs for a list page, as light as it can be: the columns a strip shows, for every schedule of the
+    page in one statement (one `per_schedule` read of ix_runs_schedule_started per schedule, glued together),
+    with no ORM object made. A page of full strips then costs little more than a page of empty ones."""
+    out: dict[str, list[Outcome]] = {schedule_id: [] for schedule_id in schedule_ids}
+    if not schedule_ids:
+        return out
+    params: dict[str, Any] = {f"s{i}": schedule_id for i, schedule_id in enumerate(schedule_ids)}
+    for schedule_id, scheduled_for, status, long_alerted in db.session.execute(
+            _outcomes_statement(len(schedule_ids)), {**params, "n": per_schedule}):
+        out[schedule_id].append(Outcome(scheduled_for, status, bool(long_alerted)))
+    for outcomes in out.values():
+        outcomes.reverse()  # oldest first, as recent_runs
+    return out
+
+
+@cache
+def _outcomes_statement(count: int) -> TextClause:
+    one = ("SELECT * FROM (SELECT schedule_id, scheduled_for, status, long_alerted_at IS NOT NULL AS long_alerted"
+           " FROM runs WHERE schedule_id = :s{i} ORDER BY started_at DESC, id DESC LIMIT :n) AS r{i}")
+    return text(" UNION ALL ".join(one.format(i=i) for i in range(count))).columns(
+        schedule_id=String(), scheduled_for=Run.__table__.c.scheduled_for.type, status=String(), long_alerted=Boolean())
 
 
 def timing_text(schedule: ScheduledJob) -> str:

@@ -363,3 +363,30 @@ def test_a_workflow_deleted_after_a_page_that_counts_its_schedules(app, client):
     assert _post(browser, path).status_code == 302
     db.session.expire_all()
     assert db.session.get(Workflow, workflow_id) is None and db.session.get(ScheduledJob, schedule_id) is None
+
+
+def test_the_lists_strip_shows_each_schedules_newest_20_runs_oldest_first_and_a_long_run(app, client):
+    from datetime import UTC, datetime, timedelta
+
+    from app.models import Run
+
+    busy, idle = _schedule(client, "busy"), _schedule(client, "idle")
+    start = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
+    statuses = ["succeeded", "failed", "timed_out", "skipped", "missed"]
+    for k in range(25):  # the first five fall off the strip
+        due = start + timedelta(days=k)
+        db.session.add(Run(id=f"run-{k:02d}", schedule_id=busy, repeat_number=k, retry_number=0, scheduled_for=due,
+                           started_at=due, finished_at=due + timedelta(seconds=1), status=statuses[k % 5]))
+    due = start + timedelta(days=25)
+    db.session.add(Run(id="run-25", schedule_id=busy, repeat_number=25, retry_number=0, scheduled_for=due,
+                       started_at=due, status="running", long_alerted_at=due + timedelta(hours=1)))
+    db.session.commit()
+    page = signed_in_browser(app, token_for_app(app)).get("/schedules", base_url=HTTPS).data.decode()
+    rows = {name: row for row in page.split("<tr>")[1:] for name in ("busy", "idle") if f">{name}</a>" in row}
+    cells = re.findall(r'<span class="cell (\w+)" title="([^"]+)"></span>', rows["busy"])
+    assert len(cells) == 20 and 'aria-label="last 20 runs"' in rows["busy"]
+    assert cells[0] == ("failed", "2026-03-07 02:00:00 UTC failed")  # run 6: the oldest of the newest 20
+    assert cells[-2] == ("missed", "2026-03-25 02:00:00 UTC missed")
+    assert cells[-1] == ("running", "2026-03-26 02:00:00 UTC running")
+    assert "running long" in rows["busy"] and "running long" not in rows["idle"]
+    assert 'aria-label="last 0 runs"' in rows["idle"] and idle

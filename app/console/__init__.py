@@ -14,6 +14,7 @@ from app.console import (  # noqa: F401  (the page modules register their routes
     owner_pages,
     runs,
     session,
+    strips,
     times,
     token_pages,
     webhook_pages,
@@ -25,4 +26,5 @@ from app.console.views import console
 def init_app(app: Flask) -> None:
     session.init_app(app)
     times.init_app(app)
+    app.add_template_filter(strips.strip)
     app.register_blueprint(console)

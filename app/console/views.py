@@ -20,7 +20,7 @@ from app.auth import quotas
 from app.auth.scope import caller
 from app.console import chart, explaining, forms, session, times
 from app.extensions import db, get_redis, queue_depths
-from app.models import Run, ScheduledJob, ScheduleStatus, Workflow
+from app.models import ScheduledJob, ScheduleStatus, Workflow
 from app.policies.condition import FAILED_OUTCOMES, Condition, condition
 from app.reconcile_stats import read_stats
 from app.tasks import task_names
@@ -117,7 +117,7 @@ def schedule_list() -> Page:
     after = _after(queries.SCHEDULES)
     found = queries.schedule_page(filters, PAGE, after=after)
     rows = found.items
-    strips = queries.recent_runs([s.id for s in rows], STRIP)
+    strips = queries.recent_outcomes([s.id for s in rows], STRIP)
     flows = {w.id: w for w in queries.workflows()}
     names = {w.id: w.name for w in flows.values()}
     items = [{"schedule": s, "description": queries.timing_text(s), "runs": strips.get(s.id, []),
@@ -128,11 +128,11 @@ def schedule_list() -> Page:
                            statuses=[s.value for s in ScheduleStatus])
 
 
-def _condition(schedule: ScheduledJob, workflow: Workflow | None, recent: list[Run]) -> Condition:
-    """What is wrong with the schedule, first (its newest runs oldest first, as recent_runs gives them)."""
+def _condition(schedule: ScheduledJob, workflow: Workflow | None, recent: list[queries.Outcome]) -> Condition:
+    """What is wrong with the schedule, first (its newest runs oldest first, as recent_outcomes gives them)."""
     breaker = workflow.breaker_state if workflow is not None and workflow.breaker_threshold is not None else None
     ran = [r.status for r in recent if r.status in ("succeeded", *FAILED_OUTCOMES)]
-    long = any(r.status == "running" and r.long_alerted_at is not None for r in recent)
+    long = any(r.status == "running" and r.long_alerted for r in recent)
     return condition(schedule.status, schedule.health, breaker, ran[-1] if ran else None,
                      failing_alert=schedule.failing_since is not None, running_long=long)
 
@@ -154,12 +154,13 @@ def schedule_page(schedule_id: str) -> Page:
     after = _after(queries.RUNS)
     found = queries.run_page(schedule, PAGE, after=after)
     recent = queries.recent_runs([schedule.id], per_schedule=60)[schedule.id]
+    outcomes = [queries.Outcome(r.scheduled_for, r.status, r.long_alerted_at is not None) for r in recent]
     points = [chart.Point(r.scheduled_for, (r.started_at - r.scheduled_for).total_seconds(),
                           (r.finished_at - r.started_at).total_seconds() if r.finished_at else None, r.status)
               for r in recent]
     workflow = db.session.get(Workflow, schedule.workflow_id)
     return render_template("schedule.html", s=schedule, description=queries.timing_text(schedule), upcoming=upcoming,
-                           condition=_condition(schedule, workflow, recent),
+                           condition=_condition(schedule, workflow, outcomes),
                            runs=found.items, total=found.total, total_capped=found.total_capped,
                            older=found.next, newest=after is not None,
                            chart=chart.timeline(points, zone=times.view_zone(schedule.timezone)), workflow=workflow,
