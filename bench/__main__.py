@@ -52,7 +52,7 @@ FULL = {
     # (own_queue slots); few_slow: the default worker beside one slow schedule fewer than its slots; throughput
     # of one worker with each of throughput_slots beside rq worker-pool.
     "mixed": {"quick": (1000, 20), "slow": (20, 60), "sleep": (5, 30), "slow_spread": 20, "seconds": 120,
-              "drain": 30, "baseline": [None, 24], "mixed": [24, None, 2], "own_queue": 24, "few_slow": True,
+              "drain": 30, "baseline": [None, 24], "mixed": [24, None], "own_queue": 24, "few_slow": True,
               "throughput_slots": [2, 4], "throughput_count": 1000},
 }
 # Tiny and short: every figure, in as few seconds as each scenario's waits allow (CI runs it on each database).

@@ -284,9 +284,14 @@ def recur(bench: Bench, spec: dict[str, Any], say: Callable[[str], None]) -> dic
         runs.append((f"baseline x{concurrency or 'default'}",
                      f"quick schedules alone, one worker x{concurrency or 'default'}",
                      partial(load, bench, spec, f"baseline-x{concurrency}", concurrency, slow=False)))
-    runs.insert(1, ("own queue", f"slow on queue {SLOW_QUEUE!r} with its own worker x{spec['own_queue']}, quick on "
-                    "a default worker", partial(load, bench, spec, "own-queue", None, slow=True,
-                                                own_queue=spec["own_queue"])))
+    # The own-queue row is judged against the same two workers with no slow task to run: what the slow tasks
+    # cost the quick ones once on a queue of their own, apart from what a second worker.py costs on the machine.
+    runs[1:1] = [
+        ("own queue alone", f"quick alone, beside an idle worker x{spec['own_queue']} on queue {SLOW_QUEUE!r}",
+         partial(load, bench, spec, "own-queue-alone", None, slow=False, own_queue=spec["own_queue"])),
+        ("own queue", f"slow on queue {SLOW_QUEUE!r} with its own worker x{spec['own_queue']}, quick on a default "
+         "worker", partial(load, bench, spec, "own-queue", None, slow=True, own_queue=spec["own_queue"])),
+    ]
     for concurrency in spec["mixed"]:
         runs.append((f"mixed x{concurrency or 'default'}", f"quick beside slow, one worker x{concurrency or 'default'}",
                      partial(load, bench, spec, f"mixed-x{concurrency}", concurrency, slow=True)))

@@ -23,7 +23,8 @@ def test_quick_mixed_scenario_produces_every_figure(tmp_path: Path) -> None:
     mixed = document["results"][database]["mixed"]
     loads = mixed["loads"]
     assert not [entry for entry in loads.values() if "error" in entry], loads
-    assert len(loads) == len(spec["baseline"]) + len(spec["mixed"]) + 2  # the own queue's row, few slow tasks'
+    # the own queue's rows (with and without slow tasks) and few slow tasks'
+    assert len(loads) == len(spec["baseline"]) + len(spec["mixed"]) + 3
     few = loads["few slow x default"]
     assert few["slow_count"] == few["concurrency"] - 1 and few["concurrency"] >= 4, few  # the default worker
     for key, entry in loads.items():
@@ -38,8 +39,13 @@ def test_quick_mixed_scenario_produces_every_figure(tmp_path: Path) -> None:
     crowded = sorted((entry for entry in loads.values() if entry["slow"] and not entry["own_queue"]
                       and entry["concurrency"] < entry["slow_count"]), key=lambda entry: entry["concurrency"])
     assert crowded and crowded[0]["quick"]["max_ms"] >= 500, crowded
-    own = loads["own queue"]
-    assert set(own["memory"]) == {"slow", "quick"} and own["own_queue"] == spec["own_queue"], own
+    for key in ("own queue", "own queue alone"):
+        own = loads[key]
+        assert set(own["memory"]) == {"slow", "quick"} and own["own_queue"] == spec["own_queue"], own
+    assert "slow_runs" not in loads["own queue alone"]
+    judged = [row for row in document["rows"] if row["target"] == "ratio <= 1.2"]
+    assert [row["baseline"] for row in judged] == [
+        f"p99 of the quick load alone, the same two workers (x{own['concurrency']}, idle x{spec['own_queue']})"], judged
     for slots in spec["throughput_slots"]:
         entry = mixed["throughput"][f"x{slots}"]
         assert entry["recur"]["fires"] == spec["throughput_count"], entry
