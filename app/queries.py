@@ -9,7 +9,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import Boolean, Select, String, TextClause, and_, func, or_, select, text
+from sqlalchemy import Boolean, Select, String, TextualSelect, and_, func, or_, select, text
 from sqlalchemy.types import TypeDecorator
 
 from app import cursors, schedules
@@ -240,7 +240,7 @@ def recent_outcomes(schedule_ids: list[str], per_schedule: int) -> dict[str, lis
 
 
 @cache
-def _outcomes_statement(count: int) -> TextClause:
+def _outcomes_statement(count: int) -> TextualSelect:
     one = ("SELECT * FROM (SELECT schedule_id, scheduled_for, status, long_alerted_at IS NOT NULL AS long_alerted"
            " FROM runs WHERE schedule_id = :s{i} ORDER BY started_at DESC, id DESC LIMIT :n) AS r{i}")
     return text(" UNION ALL ".join(one.format(i=i) for i in range(count))).columns(
