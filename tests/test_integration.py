@@ -126,8 +126,9 @@ def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
 def test_a_work_horse_outliving_its_killed_worker_completes_its_run(stack):
     """The forking worker (`--fork`) claims and records links itself; when it is killed while its work horse
     runs the task, the horse keeps the lease alive (no write-off by another worker's reconciler) and records
-    the run and hands off the successor itself."""
-    worker = stack.start_worker("--fork")
+    the run and hands off the successor itself. One slot: the process killed is the one that forked the horse
+    (with slots, SIGKILL to worker.py takes its slots and their horses with it: tests/test_slots.py)."""
+    worker = stack.start_worker("--fork", "--concurrency", "1")
     schedule_id = _sleeping_schedule_running(stack, "orphan", trigger_payload={"seconds": 4}, timeout_seconds=20)
     [running] = [r for r in stack.api.runs(schedule_id) if r["status"] == "running"]
     worker.kill()  # the worker process only: its work horse runs on (RQ puts it in a process group of its own)
