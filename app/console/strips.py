@@ -5,10 +5,10 @@ one pass each rather than cell by cell in a template, a full page costs about wh
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC
 
 from markupsafe import Markup, escape
 
+from app.console.times import UTC_NAME, in_zone
 from app.queries import Outcome
 
 
@@ -16,6 +16,6 @@ def strip(outcomes: Sequence[Outcome]) -> Markup:
     cells = []
     for outcome in outcomes:
         status = escape(outcome.status)
-        due = outcome.scheduled_for.astimezone(UTC) if outcome.scheduled_for.tzinfo else outcome.scheduled_for
-        cells.append(f'<span class="cell {status}" title="{due:%Y-%m-%d %H:%M:%S} UTC {status}"></span>')
+        due = in_zone(outcome.scheduled_for, UTC_NAME)
+        cells.append(f'<span class="cell {status}" title="{due} {status}"></span>')
     return Markup(f'<span class="strip" aria-label="last {len(outcomes)} runs">{"".join(cells)}</span>')
