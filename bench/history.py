@@ -188,6 +188,16 @@ def database_size(env: RecurEnv) -> dict[str, int]:
     return {"bytes": int(env.query("SELECT pg_total_relation_size('runs')")[0][0])}
 
 
+def server_activity(env: RecurEnv) -> dict[str, Any]:
+    """PostgreSQL only: what the server does beside the load at a sample, to read the lateness against: the
+    phase of a vacuum of runs under way (autovacuum after the pruner's deletes), and the checkpoints so far."""
+    if env.database_url.startswith("sqlite"):
+        return {}
+    vacuum = env.query("SELECT phase FROM pg_stat_progress_vacuum WHERE relid = 'runs'::regclass")
+    checkpoints = env.query("SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter")
+    return {"vacuum": vacuum[0][0] if vacuum else None, "checkpoints": int(checkpoints[0][0])}
+
+
 def _pruned(directory: Path) -> int:
     """Runs the workers' pruning passes deleted, from their own recur_pruned_rows_total."""
     registry = CollectorRegistry()
@@ -236,7 +246,8 @@ def measure_pruning(env: RecurEnv, shape: Shape, end: datetime, spec: dict[str, 
     while True:
         now = time.time()
         pruned = _pruned(metrics_dir)
-        samples.append({"seconds": round(now - began, 1), "pruned": pruned, **database_size(env)})
+        samples.append({"seconds": round(now - began, 1), "pruned": pruned, **database_size(env),
+                        **server_activity(env)})
         if caught_up is None and pruned >= expected:
             caught_up = now
         if (caught_up is not None and now - caught_up >= spec["settle"]) or now - began >= spec["limit"]:
@@ -267,7 +278,10 @@ def measure_pruning(env: RecurEnv, shape: Shape, end: datetime, spec: dict[str, 
         # the database instead of reusing what the pruner freed.
         "new_runs_after_bytes": round(new_runs * before["bytes"] / max(1, shape.total)),
         "seconds": round(ended - began, 1),
-        "samples": samples,
+        # The load's lateness between each sample and the one before it, to set beside what the sample saw.
+        "samples": [{**sample, "lateness": lateness_summary(
+            [p for p in pairs if began + previous["seconds"] <= p[0] < began + sample["seconds"]])}
+            for previous, sample in zip([{"seconds": 0.0}, *samples], samples, strict=False)],
     }
 
 
