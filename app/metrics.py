@@ -31,7 +31,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from rq import Worker
-from sqlalchemy import column, func, select, table
+from sqlalchemy import column, func, literal_column, select, table
 
 from app import clock, metrics_files
 from app.extensions import db, get_redis, queue_depths
@@ -136,8 +136,9 @@ class StateCollector(Collector):
         db.session.rollback()
         yield breakers
         alerts = GaugeMetricFamily("recur_schedules_late", "Schedules whose missed-run alert has fired.")
+        # 'late' written inline: SQLite matches a partial index's WHERE (ix_scheduled_jobs_late) only to a literal.
         alerts.add_metric([], db.session.scalar(select(func.count()).select_from(ScheduledJob)
-                                                .where(ScheduledJob.health == "late")) or 0)
+                                                .where(ScheduledJob.health == literal_column("'late'"))) or 0)
         db.session.rollback()
         yield alerts
         failing = GaugeMetricFamily("recur_schedules_failing", "Schedules whose failure-streak alert has fired "
