@@ -175,3 +175,19 @@ def test_health_reports_both_stores_and_reconciler_totals(app, client):
     assert body["schedules"] == {"active": 1, "paused": 0, "done": 0, "dead": 0, "invalid": 0}
     assert body["reconciler"]["reconcile_passes"] == "1" and body["reconciler"]["links_repaired"] == "0"
     assert body["reconciler"]["schedules_invalidated"] == "0"
+
+
+def test_an_interval_that_starts_later_is_created_with_its_first_run_at_or_after_its_start(client):
+    """An interval anchored at its creation instant (with its milliseconds) and a start_at a whole number of
+    intervals away: a slot lands less than a second before start_at. It was refused, "this timing has no
+    run after now"."""
+    from datetime import UTC, datetime, timedelta
+
+    workflow = client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).get_json()["id"]
+    for interval, ahead in ((60, timedelta(minutes=5)), (1, timedelta(hours=1)), (600, timedelta(days=1))):
+        start = datetime.now(UTC) + ahead
+        answer = client.post("/api/v1/schedules/", json={"name": "later", "workflow_id": workflow,
+                                                         "interval_seconds": interval, "start_at": start.isoformat()})
+        assert answer.status_code == 201, answer.get_json()
+        first = datetime.fromisoformat(answer.get_json()["next_run_at"].replace("Z", "+00:00"))
+        assert start <= first < start + timedelta(seconds=interval + 1)

@@ -56,7 +56,9 @@ class Constraints:
         if self.past_end(rejected):
             return None
         if self.start_at is not None and rejected < self.start_at:
-            return self.start_at
+            # Past `rejected` in any case: the search goes on a second before the jump, and a slot of a
+            # sub-second grid (an interval anchored at its creation instant) can lie in that second.
+            return max(self.start_at, rejected + _SECOND)
         wall = utc_to_wall(rejected, self.tz)
         start = self._next_allowed_wall(wall)
         if start is None:

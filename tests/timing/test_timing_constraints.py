@@ -84,6 +84,16 @@ def test_start_and_end() -> None:
     assert spec.next_after(z(2027, 1, 1)) is None
 
 
+def test_a_start_less_than_a_second_after_a_slot_of_a_sub_second_grid_still_finds_the_next_slot() -> None:
+    """An interval anchored at its creation instant keeps its milliseconds; a start_at a whole number of
+    intervals later (whole seconds) then falls just after a slot. That slot is ruled out, and the search
+    must go on past it rather than come back to it until it gives up."""
+    anchor = z(2026, 1, 1, 10, 3, 33) + timedelta(milliseconds=975)
+    spec = build_spec({"interval_seconds": 60, "anchor_at": anchor, "start_at": z(2026, 1, 1, 10, 8, 34)})
+    assert spec.next_after(anchor) == anchor + timedelta(minutes=6)
+    assert preview(spec, anchor, 2) == [anchor + timedelta(minutes=6), anchor + timedelta(minutes=7)]
+
+
 def test_start_equal_to_a_slot_is_included() -> None:
     spec = build_spec({"cron": "0 * * * *", "start_at": z(2026, 1, 1, 5)})
     assert spec.next_after(z(2025, 1, 1)) == z(2026, 1, 1, 5)
