@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -229,8 +230,10 @@ def resume(schedule_id: str, now: datetime) -> ScheduledJob:
     return schedule
 
 
-def remove(schedule_ids: list[str], now: datetime) -> list[str]:
-    """Delete schedules, their run history and their pending links; returns the IDs that existed."""
+def remove(schedule_ids: list[str], now: datetime, along: Callable[[], None] | None = None) -> list[str]:
+    """Delete schedules, their run history and their pending links; returns the IDs that existed. `along`
+    makes the caller's own writes in the same transaction, after the deletes (a process that dies at any
+    line leaves all of it or none)."""
     schedules = db.session.scalars(select(ScheduledJob).where(ScheduledJob.id.in_(schedule_ids))).all()
     found = [s.id for s in schedules]
     for schedule in schedules:
@@ -238,6 +241,8 @@ def remove(schedule_ids: list[str], now: datetime) -> list[str]:
     if found:
         db.session.execute(delete(Run).where(Run.schedule_id.in_(found)))
         db.session.execute(delete(ScheduledJob).where(ScheduledJob.id.in_(found)))
+    if along is not None:
+        along()
     db.session.commit()
     for schedule in schedules:
         withdraw(schedule)

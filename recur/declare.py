@@ -5,6 +5,8 @@ Every option is an API field of a schedule (or of its workflow: queue, max_concu
 concurrency_policy, breaker_threshold, breaker_reset_seconds), under the API's name or a short alias
 (`tz`, `retries`, `timeout`, `payload`, ...: app.tasks.declarations.ALIASES). Values are checked by the API's
 own schemas when sync reads them, so a declaration is refused exactly as the same POST would be.
+`follows=` (the API's `after`) takes a key, or a declared function: `schedule(load, every="3650d",
+follows=extract)` also runs `load` each time a run of `extract` succeeds.
 """
 
 from __future__ import annotations

@@ -30,6 +30,12 @@ def send_report(account_id: int, *, dry_run: bool = False, channels: list[str] |
              "attempt": run.attempt, "schedule_id": run.schedule_id})
 
 
+def archive(kind: str) -> None:
+    """Declared to follow send_report (tests/declared_schedules.py)."""
+    run = recur.context()
+    _record({"function": "archive", "args": [kind], "schedule_id": run.schedule_id})
+
+
 def no_arguments() -> None:
     _record({"function": "no_arguments"})
 

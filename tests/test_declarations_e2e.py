@@ -1,6 +1,7 @@
 """Schedules declared in a task module, through worker.py and gunicorn (issue 37's "Done when"): a cron
 schedule on a decorated task and an interval schedule on a plain function with args and kwargs are synced by
-the worker's start and run, the function receiving exactly its arguments; a changed cron is one PATCH in the
+the worker's start and run, the function receiving exactly its arguments, and a schedule declared to follow
+the plain function runs after its successes; a changed cron is one PATCH in the
 audit trail with the counters and history kept; a removed declaration is paused; three workers starting at
 once sync once."""
 
@@ -66,6 +67,16 @@ def test_declared_schedules_sync_on_start_run_and_follow_the_code(stack: Stack, 
     assert {c["schedule_id"] for c in sent} == {report["id"]} and all(c["attempt"] == 1 for c in sent)
     assert len({c["idempotency_key"] for c in sent}) == len(sent)
     assert {json.dumps(c["payload"]) for c in calls(calls_file, "tick")} == {json.dumps({"from": "cron"})}
+
+    # The follower (follows=send_report) runs after each of its successes, triggered by that run.
+    archive = schedule(stack, "archive-reports")
+    assert (archive["after"]["schedule_id"], archive["after"]["on"]) == (report["id"], "succeeded")
+    wait_for(lambda: len([r for r in stack.api.runs(archive["id"]) if r["status"] == "succeeded"]) >= 2, 30,
+             interval=0.3, what="the follower to run after two of send_report's successes")
+    followed = [r for r in stack.api.runs(archive["id"]) if r["status"] == "succeeded"]
+    upstream_ok = {r["id"] for r in stack.api.runs(report["id"]) if r["status"] == "succeeded"}
+    assert {r["trigger"] for r in followed} == {"after"} and {r["triggered_by_run_id"] for r in followed} <= upstream_ok
+    assert {c["args"][0] for c in calls(calls_file, "archive")} == {"reports"}
 
     # Change the cron and restart: one PATCH, under the sync's owner; counters and history kept.
     restart(stack, TEST_DECLARED_CRON="*/3 * * * * *")

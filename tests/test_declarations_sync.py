@@ -5,6 +5,7 @@ paused (deleted with prune), that schedules made through the API are left alone,
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select, update
@@ -228,3 +229,163 @@ def test_the_command_prints_the_plan(app):
     declarations.declare(declared_tasks.no_arguments, {"cron": "99 * * * *"}, key="bad")
     refused = runner.invoke(args=["declarations", "sync"])
     assert refused.exit_code == 1 and "bad" in refused.output and "cron" in refused.output
+
+
+def test_a_declaration_follows_another_made_first_whatever_its_key_then_changes_only_its_after(app):
+    """`follows=` a declared function: its key is found at sync, and the upstream is created before the
+    follower ("archive" sorts first; made first, it would name a schedule that does not exist yet)."""
+    declarations.declare(declared_tasks.no_arguments, {"every": "3650d", "follows": declared_tasks.send_report},
+                         key="archive")
+    declarations.declare(declared_tasks.send_report, {"every": "15m"}, key="zz-report", args=[1])
+    first = sync(app)
+    assert first.plan is not None
+    assert [(s.key, s.action) for s in first.plan.steps] == [("zz-report", "create"), ("archive", "create")]
+    rows = by_key()
+    upstream = rows["zz-report"].id
+    assert (rows["archive"].after_schedule_id, rows["archive"].after_on, rows["archive"].after_delay_seconds,
+            rows["archive"].after_within) == (upstream, "succeeded", 0, None)
+    second = sync(app)
+    assert second.plan is not None and [s.action for s in second.plan.steps] == ["unchanged", "unchanged"]
+
+    declarations.forget(["archive"])  # the upstream named by its id, as the API answers it: the same
+    declarations.declare(declared_tasks.no_arguments, {"every": "3650d", "follows": upstream}, key="archive")
+    named_by_id = sync(app)
+    assert named_by_id.plan is not None and {s.action for s in named_by_id.plan.steps} == {"unchanged"}
+
+    declarations.forget(["archive"])
+    declarations.declare(declared_tasks.no_arguments, {"every": "3650d", "follows": {
+        "schedule": "zz-report", "on": "failed", "delay_seconds": timedelta(minutes=1), "within": "06:00-22:00"}},
+        key="archive")
+    changed = sync(app)
+    assert changed.plan is not None
+    assert {s.key: s.changes for s in changed.plan.steps if s.changes} == {"archive": {"after": (
+        {"schedule": "zz-report", "on": "succeeded", "delay_seconds": 0, "within": None},
+        {"schedule": "zz-report", "on": "failed", "delay_seconds": 60, "within": "06:00-22:00"})}}
+    archive = by_key()["archive"]
+    assert (archive.after_schedule_id, archive.after_on, archive.after_delay_seconds, archive.after_within) == (
+        upstream, "failed", 60, "06:00-22:00")
+    assert archive.revision == 0  # a trigger beside the timing: the chain is not re-planned
+
+    declarations.forget(["archive"])
+    declarations.declare(declared_tasks.no_arguments, {"every": "3650d"}, key="archive")
+    dropped = sync(app)
+    assert dropped.plan is not None and [s.key for s in dropped.plan.steps if s.changes] == ["archive"]
+    assert by_key()["archive"].after_schedule_id is None
+
+
+def test_follows_a_schedule_made_through_the_api_by_its_key(app, client):
+    workflow = client.post("/api/v1/workflows/", json={"name": "by hand", "task": "builtin.noop"}).get_json()
+    made = client.post("/api/v1/schedules/", json={"name": "export", "key": "export", "workflow_id": workflow["id"],
+                                                   "cron": "0 1 * * *"}).get_json()
+    declarations.declare(declared_tasks.no_arguments, {"every": "3650d", "follows": "export"}, key="load")
+    sync(app)
+    assert by_key()["load"].after_schedule_id == made["id"]
+    again = sync(app)
+    assert again.plan is not None and [s.action for s in again.plan.steps] == ["unchanged"]
+
+
+def test_what_follows_refuses_before_anything_is_done(app):
+    # A key that names no schedule of the owner: refused at the dry run, naming follows.
+    declarations.declare(declared_tasks.no_arguments, {"every": "1h", "follows": "nowhere"}, key="load")
+    with pytest.raises(declarations.DeclarationError, match="follows: no schedule with id or key 'nowhere'"):
+        sync(app, dry_run=True)
+    declarations.forget()
+    # A function that is not declared, and one declared twice.
+    declarations.declare(declared_tasks.no_arguments, {"every": "1h", "follows": declared_tasks.send_report},
+                         key="load")
+    with pytest.raises(declarations.DeclarationError, match="send_report is not declared as a schedule"):
+        sync(app, dry_run=True)
+    for key in ("report-1", "report-2"):
+        declarations.declare(declared_tasks.send_report, {"every": "1h"}, key=key, args=[1])
+    with pytest.raises(declarations.DeclarationError, match=r"declared 2 times \(report-1, report-2\)"):
+        sync(app, dry_run=True)
+    declarations.forget()
+    # Declarations in a circle.
+    declarations.declare(declared_tasks.no_arguments, {"every": "1h", "follows": "b"}, key="a")
+    declarations.declare(declared_tasks.send_report, {"every": "1h", "follows": "a"}, key="b", args=[1])
+    with pytest.raises(declarations.DeclarationError, match="circle: a -> b -> a"):
+        sync(app)
+    assert by_key() == {}
+    # after= is the one-shot delay: given a schedule, it says which option follows.
+    with pytest.raises(declarations.DeclarationError, match="give follows="):
+        declarations.declare(declared_tasks.no_arguments, {"after": "b"}, key="c")
+    # The API's own checks name the option as the code wrote it.
+    declarations.forget()
+    declarations.declare(declared_tasks.no_arguments, {"every": "1h", "follows": {"schedule": "x", "on": "done"}},
+                         key="d")
+    with pytest.raises(declarations.DeclarationError, match="follows.on: Must be one of"):
+        sync(app, dry_run=True)
+
+
+def _calendar(name: str, dates: list[str], owner_id: int = 1) -> int:
+    from app.calendar_edits import create as create_calendar
+    made = create_calendar(owner_id, {"name": name, "dates": dates}, clock.utcnow())
+    db.session.commit()
+    return int(made.id)
+
+
+def test_a_declaration_puts_its_schedule_on_a_calendar_by_name_and_follows_changes_of_it(app):
+    office = _calendar("office", ["2030-12-24"])
+    plant = _calendar("plant", ["2030-12-25"])
+    declarations.declare(declared_tasks.no_arguments, {"cron": "0 9 * * *", "calendar": "office"}, key="daily")
+    first = sync(app)
+    assert first.plan is not None and [s.action for s in first.plan.steps] == ["create"]
+    assert (by_key()["daily"].calendar_id, by_key()["daily"].on_calendar) == (office, None)
+    again = sync(app)
+    assert again.plan is not None and [s.action for s in again.plan.steps] == ["unchanged"]
+
+    declarations.forget()
+    declarations.declare(declared_tasks.no_arguments, {"cron": "0 9 * * *", "calendar_id": plant,  # the API's name
+                                                       "on_calendar": "shift_next"}, key="daily")
+    moved = sync(app)
+    assert moved.plan is not None
+    assert {s.key: s.changes for s in moved.plan.steps} == {"daily": {"calendar_id": (office, plant),
+                                                                      "on_calendar": (None, "shift_next")}}
+    assert (by_key()["daily"].calendar_id, by_key()["daily"].on_calendar) == (plant, "shift_next")
+
+    declarations.forget()  # left out: off the calendar, as the API's default
+    declarations.declare(declared_tasks.no_arguments, {"cron": "0 9 * * *"}, key="daily")
+    sync(app)
+    assert (by_key()["daily"].calendar_id, by_key()["daily"].on_calendar) == (None, None)
+
+
+def test_a_calendar_the_owner_does_not_have_is_refused_naming_calendar(app):
+    other = new_owner_token(app, "other")
+    assert other
+    from app.auth.models import Owner
+    theirs = db.session.scalar(select(Owner.id).where(Owner.name == "other"))
+    db.session.rollback()
+    _calendar("theirs", ["2030-12-24"], owner_id=theirs)
+    declarations.declare(declared_tasks.no_arguments, {"cron": "0 9 * * *", "calendar": "theirs"}, key="daily")
+    with pytest.raises(declarations.DeclarationError, match="calendar: no calendar named 'theirs'"):
+        sync(app, dry_run=True)
+    declarations.forget()
+    declarations.declare(declared_tasks.no_arguments, {"cron": "0 9 * * *", "calendar": "x", "calendar_id": 1},
+                         key="daily")
+    with pytest.raises(declarations.DeclarationError, match="calendar_id"):
+        sync(app, dry_run=True)
+
+
+class _Died(BaseException):
+    """A process that dies at a line (nothing after it runs, nothing catches it)."""
+
+
+def test_a_prune_that_dies_after_the_delete_leaves_no_mark_nor_empty_workflow(app, monkeypatch):
+    declare_both()
+    sync(app)
+    declarations.forget()
+    declarations.declare(declared_tasks.tick, {"cron": "0 9 * * *", "tz": "Europe/Paris", "retries": 2,
+                                               "payload": {"from": "cron"}}, key="tick-cron")
+    report = by_key()["reports-42"]
+
+    def die(*_: object) -> None:  # the first thing after the delete's commit
+        raise _Died()
+
+    monkeypatch.setattr(schedules, "withdraw", die)
+    with pytest.raises(_Died):
+        sync(app, prune=True)
+    db.session.rollback()
+    assert "reports-42" not in by_key()
+    assert db.session.get(DeclaredKey, (1, "reports-42")) is None
+    assert db.session.get(Workflow, report.workflow_id) is None
+    db.session.rollback()

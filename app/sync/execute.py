@@ -3,7 +3,7 @@ each recorded in the audit trail under the sync's owner."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
 from sqlalchemy import delete, func, select
@@ -11,6 +11,7 @@ from sqlalchemy import delete, func, select
 from app import schedules, workflows
 from app.auth import audit
 from app.auth.models import Owner
+from app.calendars.models import MAX_CALENDARS, Calendar
 from app.extensions import db
 from app.models import ScheduledJob, Workflow
 from app.sync.marks import DeclaredKey
@@ -26,6 +27,8 @@ from app.sync.plan import (
     Step,
 )
 
+IN_BATCH = 500  # names in one IN list
+
 
 def current_state(owner_id: int, keys: list[str]) -> dict[str, Current]:
     """The owner's declared keys and the `keys` wanted, with the schedule and workflow each names now."""
@@ -33,14 +36,46 @@ def current_state(owner_id: int, keys: list[str]) -> dict[str, Current]:
     wanted = set(keys)
     rows: dict[str, ScheduledJob] = {}
     names = sorted(declared | wanted)
-    for start in range(0, len(names), 500):
-        batch = names[start:start + 500]
+    for batch in _batches(names):
         rows.update((s.key, s) for s in db.session.scalars(select(ScheduledJob).where(
             (ScheduledJob.owner_id == owner_id) & ScheduledJob.key.in_(batch))) if s.key is not None)
     flows = {w.id: w for w in db.session.scalars(select(Workflow).where(
         Workflow.id.in_({s.workflow_id for s in rows.values()})))} if rows else {}
-    return {key: Current(rows.get(key), flows.get(rows[key].workflow_id) if key in rows else None, key in declared)
+    upstreams = keys_of(owner_id, {s.after_schedule_id for s in rows.values() if s.after_schedule_id is not None})
+    return {key: Current(rows.get(key), flows.get(rows[key].workflow_id) if key in rows else None, key in declared,
+                         upstreams.get(rows[key].after_schedule_id or "") if key in rows else None)
             for key in names}
+
+
+def keys_of(owner_id: int, ids: set[str]) -> dict[str, str]:
+    """The owner's schedules with these ids: each one's key, else its id."""
+    return {id_: key or id_ for id_, key in _ids_and_keys(owner_id, ids, by_key=False)}
+
+
+def owner_calendars(owner_id: int) -> dict[str, int]:
+    """The owner's calendars (at most MAX_CALENDARS): name -> id."""
+    return {name: id_ for id_, name in db.session.execute(select(Calendar.id, Calendar.name).where(
+        Calendar.owner_id == owner_id).limit(MAX_CALENDARS))}
+
+
+def missing_upstreams(owner_id: int, refs: set[str]) -> set[str]:
+    """Of these ids or keys, the ones no schedule of the owner has."""
+    found = {name for pair in _ids_and_keys(owner_id, refs, by_key=True) for name in pair if name is not None}
+    return refs - found
+
+
+def _ids_and_keys(owner_id: int, refs: set[str], by_key: bool) -> Iterator[tuple[str, str | None]]:
+    """(id, key) of the owner's schedules whose id (or, `by_key`, key) is one of `refs`."""
+    for batch in _batches(sorted(refs)):
+        match = ScheduledJob.id.in_(batch) | ScheduledJob.key.in_(batch) if by_key else ScheduledJob.id.in_(batch)
+        yield from db.session.execute(select(ScheduledJob.id, ScheduledJob.key).where(  # rows are tuples
+            (ScheduledJob.owner_id == owner_id) & match))
+
+
+def _batches(names: list[str]) -> Iterator[list[str]]:
+    """`names` IN_BATCH at a time: an IN list a database takes whatever the count."""
+    for start in range(0, len(names), IN_BATCH):
+        yield names[start:start + IN_BATCH]
 
 
 def execute(plan: Plan, owner: Owner, now: datetime, after_step: Callable[[], None] = lambda: None) -> None:
@@ -90,13 +125,18 @@ def _update(step: Step, now: datetime) -> None:
 
 
 def _delete(step: Step, owner_id: int, now: datetime) -> None:
+    """The schedule, its key's mark and its workflow (when no other schedule uses it) in one transaction: a
+    sync that dies half-way leaves no mark of a schedule that is gone, nor an empty workflow."""
     assert step.schedule_id is not None
-    schedules.remove([step.schedule_id], now)
-    db.session.execute(delete(DeclaredKey).where((DeclaredKey.owner_id == owner_id) & (DeclaredKey.key == step.key)))
-    if step.workflow_id is not None:
-        others = db.session.scalar(select(func.count()).select_from(ScheduledJob)
-                                   .where(ScheduledJob.workflow_id == step.workflow_id))
-        workflow = db.session.get(Workflow, step.workflow_id)
-        if not others and workflow is not None:
-            db.session.delete(workflow)
-    db.session.commit()
+
+    def and_the_mark_and_workflow() -> None:
+        db.session.execute(delete(DeclaredKey).where((DeclaredKey.owner_id == owner_id)
+                                                     & (DeclaredKey.key == step.key)))
+        if step.workflow_id is not None:
+            others = db.session.scalar(select(func.count()).select_from(ScheduledJob)
+                                       .where(ScheduledJob.workflow_id == step.workflow_id))
+            workflow = db.session.get(Workflow, step.workflow_id)
+            if not others and workflow is not None:
+                db.session.delete(workflow)
+
+    schedules.remove([step.schedule_id], now, along=and_the_mark_and_workflow)

@@ -31,7 +31,7 @@ SCHEDULE_DEFAULTS: dict[str, Any] = {
     "catch_up_limit": 100, "overlap": "skip", "alert_after_seconds": None, "keep_runs_days": None,
     "long_after_seconds": None, "late_after_seconds": None, "failing_after": None,
     "timezone": "UTC", "day_or": True, "anchor_date": None, "start_at": None, "end_at": None,
-    "only_between": None, "not_on": None, "jitter_seconds": 0,
+    "only_between": None, "not_on": None, "jitter_seconds": 0, "calendar_id": None, "on_calendar": None,
 }
 WORKFLOW_DEFAULTS: dict[str, Any] = {
     "queue": None, "max_concurrent_runs": None, "concurrency_policy": "wait", "breaker_threshold": None,
@@ -95,6 +95,7 @@ class Current:
     schedule: ScheduledJob | None
     workflow: Workflow | None
     declared: bool
+    upstream: str | None = None  # the key (else the id) of the schedule it follows, when it follows one
 
 
 def make_plan(owner_id: int, wanted: list[Wanted], current: dict[str, Current], prune: bool) -> Plan:
@@ -109,7 +110,8 @@ def make_plan(owner_id: int, wanted: list[Wanted], current: dict[str, Current], 
                               note="a schedule made through the API holds this key: sync leaves it alone; "
                                    "delete it or give the declaration another key"))
         else:
-            steps.append(_compared(want, now.schedule, now.workflow))
+            steps.append(_compared(want, now))
+    steps = _upstream_first(steps, wanted)
     wanted_keys = {want.key for want in wanted}
     for key in sorted(set(current) - wanted_keys):
         now = current[key]
@@ -126,7 +128,29 @@ def make_plan(owner_id: int, wanted: list[Wanted], current: dict[str, Current], 
     return Plan(owner_id, steps)
 
 
-def _compared(want: Wanted, schedule: ScheduledJob, workflow: Workflow | None) -> Step:
+def upstreams(wanted: list[Wanted]) -> dict[str, str | None]:
+    """Each declaration's key: the key or id of the schedule it follows (`follows`), or None."""
+    return {w.key: (w.schedule.get("after") or {}).get("schedule") for w in wanted}
+
+
+def _upstream_first(steps: list[Step], wanted: list[Wanted]) -> list[Step]:
+    """The steps in an order where a declaration's upstream (`follows`, another declaration) is created or
+    changed before it; the others keep their order (declarations in a circle are refused before this)."""
+    upstream = upstreams(wanted)
+
+    def depth(key: str | None) -> int:
+        seen: set[str] = set()
+        while key is not None and upstream.get(key) in upstream and key not in seen:
+            seen.add(key)
+            key = upstream[key]
+        return len(seen)
+
+    return sorted(steps, key=lambda step: depth(step.key))
+
+
+def _compared(want: Wanted, now: Current) -> Step:
+    schedule, workflow = now.schedule, now.workflow
+    assert schedule is not None
     changes: dict[str, tuple[Any, Any]] = {}
     body: dict[str, Any] = {}
     kind_now, kind_wanted = _kind_of_row(schedule), _kind_wanted(want.schedule)
@@ -143,6 +167,10 @@ def _compared(want: Wanted, schedule: ScheduledJob, workflow: Workflow | None) -
         if _comparable(name, declared) != _comparable(name, held):
             changes[name] = (held, declared)
             body[name] = declared
+    follows = _follow_change(want.schedule.get("after"), schedule, now.upstream)
+    if follows is not None:
+        changes["after"] = follows
+        body["after"] = want.schedule.get("after")
     workflow_body: dict[str, Any] = {}
     for name, default in {**WORKFLOW_DEFAULTS, "task": None, "name": None}.items():
         declared = want.workflow.get(name, default)
@@ -154,6 +182,20 @@ def _compared(want: Wanted, schedule: ScheduledJob, workflow: Workflow | None) -
     action = RESUME if paused_by_sync else (UPDATE if changes else UNCHANGED)
     note = "declared again: resumed" if paused_by_sync else ""
     return Step(want.key, action, changes, body, workflow_body, schedule.id, schedule.workflow_id, note)
+
+
+def _follow_change(declared: dict[str, Any] | None, schedule: ScheduledJob,
+                   upstream: str | None) -> tuple[Any, Any] | None:
+    """(the schedule's `after`, the declaration's) with the upstream named by key, when they differ."""
+    held = None if schedule.after_schedule_id is None else {
+        "schedule": upstream or schedule.after_schedule_id, "on": schedule.after_on,
+        "delay_seconds": schedule.after_delay_seconds, "within": schedule.after_within}
+    wanted = None if declared is None else {  # as AfterIn loaded it: its defaults filled in
+        "schedule": declared["schedule"], "on": declared["on"], "delay_seconds": declared["delay_seconds"],
+        "within": declared["within"]}
+    if held is not None and wanted is not None and wanted["schedule"] == schedule.after_schedule_id:
+        wanted["schedule"] = held["schedule"]  # the declaration named the upstream by its id
+    return None if held == wanted else (held, wanted)
 
 
 def _kind_of_row(schedule: ScheduledJob) -> tuple[str, Any]:

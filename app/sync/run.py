@@ -14,7 +14,7 @@ from sqlalchemy import select
 from app import clock
 from app.auth.models import Owner
 from app.extensions import db, get_redis
-from app.sync.execute import current_state, execute
+from app.sync.execute import current_state, execute, missing_upstreams, owner_calendars
 from app.sync.lock import SyncLock
 from app.sync.plan import (
     CONFLICT,
@@ -28,9 +28,10 @@ from app.sync.plan import (
     Step,
     Wanted,
     make_plan,
+    upstreams,
 )
 from app.sync.wanted import wanted
-from app.tasks.declarations import settle
+from app.tasks.declarations import DeclarationError, settle
 
 log = logging.getLogger("recur.sync")
 LOCK_WAIT_SECONDS = 60.0
@@ -109,10 +110,44 @@ def sync_owner() -> Owner:
 
 
 def _plan(owner: Owner, declarations: list[Wanted], prune: bool) -> Plan:
+    _refuse_unknown_upstreams(owner, declarations)
+    _find_calendars(owner, declarations)
     current = current_state(owner.id, [w.key for w in declarations])
     plan = make_plan(owner.id, declarations, current, prune)
     db.session.rollback()  # end the read: the steps take their own locks
     return plan
+
+
+def _find_calendars(owner: Owner, declarations: list[Wanted]) -> None:
+    """Each declaration's calendar, named (`calendar=`) or by id (`calendar_id=`), as the id of one of the
+    owner's calendars; one the owner does not have is refused before anything is done."""
+    if not any(w.schedule.get("calendar") is not None or w.schedule.get("calendar_id") is not None
+               for w in declarations):
+        return
+    by_name = owner_calendars(owner.id)
+    known_ids = set(by_name.values())
+    for want in declarations:
+        name = want.schedule.pop("calendar", None)
+        if name is not None:
+            if name not in by_name:
+                raise DeclarationError(want.key, {"calendar": [f"no calendar named {name!r} (the sync's owner, "
+                                                               f"{owner.name}, has none by that name)"]}, want.where)
+            want.schedule["calendar_id"] = by_name[name]
+        elif want.schedule.get("calendar_id") is not None and want.schedule["calendar_id"] not in known_ids:
+            raise DeclarationError(want.key, {"calendar_id": [
+                f"calendar {want.schedule['calendar_id']} does not exist"]}, want.where)
+
+
+def _refuse_unknown_upstreams(owner: Owner, declarations: list[Wanted]) -> None:
+    """A declaration that follows a schedule neither declared nor the owner's: refused before anything is
+    done (the API would refuse it half-way through the sync)."""
+    follows = upstreams(declarations)
+    elsewhere = {ref for ref in follows.values() if ref is not None and ref not in follows}
+    missing = missing_upstreams(owner.id, elsewhere) if elsewhere else set()
+    for want in declarations:
+        if follows[want.key] in missing:
+            raise DeclarationError(want.key, {"follows": [
+                f"no schedule with id or key {follows[want.key]!r}: declare it, or create it first"]}, want.where)
 
 
 def _line(step: Step) -> str:

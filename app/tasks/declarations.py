@@ -30,7 +30,7 @@ from app.tasks.registry import TaskEvent, name_of, task
 ALIASES = {
     "interval": "interval_seconds", "after": "after_seconds", "tz": "timezone", "retries": "max_retries",
     "timeout": "timeout_seconds", "job_timeout": "timeout_seconds", "payload": "trigger_payload",
-    "repeats": "total_repeats", "jitter": "jitter_seconds", "anchor": "anchor_date",
+    "repeats": "total_repeats", "jitter": "jitter_seconds", "anchor": "anchor_date", "follows": "after",
 }
 # Options that belong to the declaration's workflow (what runs, and where), not to its schedule.
 WORKFLOW_FIELDS = ("queue", "max_concurrent_runs", "concurrency_policy", "breaker_threshold",
@@ -106,6 +106,9 @@ def declare(function: Callable[..., Any], options: dict[str, Any], key: str | No
     given_as: dict[str, str] = {}
     for name, value in options.items():
         api_name = ALIASES.get(name, name)
+        if api_name == "after_seconds" and (isinstance(value, (str, dict)) or callable(value)):
+            raise DeclarationError(key, {name: [f"{name}= is a delay (one run that long after the sync); to run "
+                                                "when another schedule's run ends, give follows="]}, where)
         if api_name in given_as:
             raise DeclarationError(key, {name: [f"sets {api_name}, which {given_as[api_name]} sets already"]},
                                    where)
@@ -196,11 +199,46 @@ def _plain_value(api_name: str, value: Any) -> tuple[str, Any]:
     """Python values as the API takes them in JSON: a timedelta as whole seconds (every=timedelta(...) sets
     interval_seconds), a datetime as ISO 8601, a set or tuple of days as a list."""
     if isinstance(value, timedelta) and (api_name in _SECONDS or api_name == "every"):
-        seconds = value.total_seconds()
-        return ("interval_seconds" if api_name == "every" else api_name,
-                int(seconds) if seconds == int(seconds) else seconds)  # a fraction: the schema names it
+        return "interval_seconds" if api_name == "every" else api_name, _seconds(value)
     if isinstance(value, (datetime, date)) and api_name in _INSTANTS:
         return api_name, value.isoformat()
     if isinstance(value, (set, frozenset, tuple)) and api_name == "not_on":
         return api_name, list(value)
+    if api_name == "after" and value is not None:
+        return api_name, _follows(value)
     return api_name, value
+
+
+def _seconds(delta: timedelta) -> float:
+    """A timedelta as the API's seconds: whole when it is whole (a fraction: the schema names it)."""
+    seconds = delta.total_seconds()
+    return int(seconds) if seconds == int(seconds) else seconds
+
+
+def _follows(value: Any) -> Any:
+    """`follows=` as the API's `after`: a key or id, a declared function (its key is found when sync reads
+    the declarations, whatever order they were made in), or the API's object, its delay_seconds a timedelta
+    if wanted."""
+    if isinstance(value, str) or callable(value):
+        return {"schedule": value}
+    if isinstance(value, dict):
+        after = dict(value)
+        if isinstance(after.get("delay_seconds"), timedelta):
+            after["delay_seconds"] = _seconds(after["delay_seconds"])
+        return after
+    return value  # the schema names what is wrong with it
+
+
+def key_of(function: Callable[..., Any], by: str) -> str:
+    """The key of the one declaration of `function`, for `follows=function` in the declaration of `by`."""
+    keys = [d.key for d in _DECLARED.values() if d.function is function]
+    if len(keys) == 1:
+        return keys[0]
+    name = getattr(function, "__qualname__", repr(function))
+    declared = _DECLARED.get(by)
+    where, given = (declared.where, declared.given_as.get("after", "follows")) if declared else ("", "follows")
+    if not keys:
+        raise DeclarationError(by, {given: [f"{name} is not declared as a schedule: declare it, or give the key "
+                                            "of the schedule to follow"]}, where)
+    raise DeclarationError(by, {given: [f"{name} is declared {len(keys)} times ({', '.join(sorted(keys))}): give "
+                                        "the key of the one to follow"]}, where)
