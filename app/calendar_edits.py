@@ -13,12 +13,11 @@ from sqlalchemy.exc import IntegrityError
 
 from app import schedules
 from app.calendars.expansion import CalendarInvalid, Source, expand
-from app.calendars.models import Calendar
+from app.calendars.models import MAX_CALENDARS, Calendar
 from app.chain.handoff import hand_off_or_leave_to_recovery
 from app.extensions import db, get_redis
 from app.models import ScheduledJob, ScheduleStatus
 
-MAX_CALENDARS = 100  # per owner
 MAX_DAYS_LISTED = 400  # days one GET .../days/ may span (a year and some)
 # The schedules one edit re-plans, and one 409 names: a schedule quota's worth is re-planned, the names cut.
 NAMES_SHOWN = 20

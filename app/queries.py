@@ -15,7 +15,7 @@ from sqlalchemy.types import TypeDecorator
 from app import cursors, schedules
 from app.auth.models import ApiToken, Owner, OwnerEvent, ScheduleEvent
 from app.auth.scope import get_owned, scoped
-from app.calendars.models import Calendar
+from app.calendars.models import MAX_CALENDARS, Calendar
 from app.chain import planning
 from app.extensions import db
 from app.models import Backfill, Run, RunOutput, ScheduledJob, Workflow
@@ -139,6 +139,13 @@ def workflow_page(limit: int, offset: int = 0, after: cursors.Key | None = None,
 def workflows() -> list[Workflow]:
     """All the caller's workflows, by name (the console's menus)."""
     return list(db.session.scalars(scoped(select(Workflow), Workflow).order_by(Workflow.name, Workflow.id)))
+
+
+def calendars_of(owner_id: int) -> list[Calendar]:
+    """The calendars a schedule of this owner may use, by name (the schedule form's menu): scoped, so a caller
+    who is not that owner (nor an admin) gets none. An owner has at most MAX_CALENDARS."""
+    return list(db.session.scalars(scoped(select(Calendar), Calendar, owner_id).where(Calendar.owner_id == owner_id)
+                                   .order_by(Calendar.name, Calendar.id).limit(MAX_CALENDARS)))
 
 
 @dataclass(frozen=True)

@@ -140,3 +140,32 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
         page.goto(base + path)
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), path
         _shot(page, name)
+
+
+def test_the_form_puts_a_schedule_on_a_calendar_and_the_preview_moves_its_ticks_off_it(stack, page):
+    """The calendar menu lists the owner's calendars; choosing one (shift_next) changes the live preview as
+    it is chosen: no tick falls on the calendar's three days, and the ticks of those days run on the next."""
+    from playwright.sync_api import expect
+
+    today = datetime.now(UTC).date()
+    days = [(today + timedelta(days=n)).isoformat() for n in (1, 2, 3)]
+    stack.api.ok("POST", "/api/v1/calendars/", {"name": "office", "dates": days})
+    stack.api.ok("POST", "/api/v1/workflows/", {"name": "reports", "task": "builtin.noop"})
+    base = stack.api.base
+    page.goto(base + "/")
+    page.fill("#token", stack.api.token)
+    page.click("button[type=submit]")
+    page.goto(base + "/schedules/new")
+    page.fill("#f-name", "daily")
+    page.select_option("#f-workflow_id", label="reports (builtin.noop)")
+    page.fill("#f-cron", "0 12 * * *")
+    expect(page.locator("#preview li")).to_have_count(5)
+    page.click("#more-options summary")
+    page.select_option("#f-calendar_id", label="office")
+    page.select_option("#f-on_calendar", "shift_next")
+    expect(page.locator("#preview")).to_contain_text("moved to the next day off the calendar (3 dates)")
+    shown = page.locator("#preview li").all_inner_texts()
+    assert shown and not [t for t in shown if any(t.startswith(day) for day in days)], shown
+    page.click("#save")
+    expect(page.locator("#status")).to_have_text("active")
+    expect(page.locator("#schedule-calendar")).to_contain_text("office")

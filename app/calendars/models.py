@@ -13,6 +13,8 @@ from app import rawsql
 from app.extensions import db
 from app.models import UTCDateTime
 
+MAX_CALENDARS = 100  # an owner's, at most (app.calendar_edits refuses the next)
+
 
 class Calendar(db.Model):  # type: ignore[name-defined,misc]
     """A named set of dates of one owner. `days` is what the calendar expands to ({ISO date: name}), computed

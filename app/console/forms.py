@@ -17,21 +17,22 @@ from app.api.schemas.schedules import ScheduleIn, ScheduleOut
 from app.clock import ceil_second
 from app.models import OnExhausted
 from app.policies import CatchUpPolicy, OverlapPolicy
+from app.timing import ON_CALENDAR
 
 KINDS = ("cron", "every", "interval_seconds", "rrule", "at", "after_seconds")
 _TEXT = ("name", "key", "description", "timezone", "start_at", "end_at", "only_between", "anchor_date",
-         "on_exhausted", "trigger_node_id", "catch_up", "overlap")
+         "on_exhausted", "trigger_node_id", "catch_up", "overlap", "on_calendar")
 _INTEGERS = ("workflow_id", "total_repeats", "max_retries", "timeout_seconds", "jitter_seconds",
              "catch_up_window_seconds", "catch_up_limit", "alert_after_seconds", "keep_runs_days",
-             "long_after_seconds", "late_after_seconds", "failing_after")
+             "long_after_seconds", "late_after_seconds", "failing_after", "calendar_id")
 # Fields a schedule may hold empty (null): on the form, a field given but left empty means null, so an edit can
 # take a window, an alert or a key away again (and a create sends null, which is the API's default for each).
 NULLABLE = ("key", "description", "trigger_node_id", "trigger_payload", "start_at", "end_at", "only_between",
             "not_on", "anchor_date", "catch_up_window_seconds", "alert_after_seconds", "keep_runs_days",
-            "long_after_seconds", "late_after_seconds", "failing_after")
+            "long_after_seconds", "late_after_seconds", "failing_after", "calendar_id", "on_calendar")
 # The choices of the form's menus, from the API's own enums.
 CHOICES = {"catch_up": [p.value for p in CatchUpPolicy], "overlap": [p.value for p in OverlapPolicy],
-           "on_exhausted": [p.value for p in OnExhausted]}
+           "on_exhausted": [p.value for p in OnExhausted], "on_calendar": list(ON_CALENDAR)}
 _SCHEDULE_IN = ScheduleIn()
 _SCHEDULE_OUT = ScheduleOut()
 _BACKFILL = BackfillIn()

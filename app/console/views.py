@@ -211,8 +211,9 @@ def schedule_edit(schedule_id: str) -> Page:
 
 
 def _form(mode: str, values: dict[str, Any], errors: dict[str, list[str]], schedule: Any = None) -> Page:
+    calendars = queries.calendars_of(schedule.owner_id if schedule is not None else caller().id)
     page = render_template("schedule_form.html", mode=mode, v=values, errors=errors, s=schedule,
-                           workflows=queries.workflows(), kinds=forms.KINDS, choices=forms.CHOICES)
+                           workflows=queries.workflows(), calendars=calendars, kinds=forms.KINDS, choices=forms.CHOICES)
     return (page, 422) if errors else page
 
 

@@ -39,7 +39,7 @@
   if (!form) { return; }
   var output = document.getElementById("preview");
   var timingNames = ["cron", "every", "interval_seconds", "rrule", "at", "after_seconds", "timezone", "start_at",
-    "end_at", "only_between", "not_on", "jitter_seconds", "anchor_date", "day_or"];
+    "end_at", "only_between", "not_on", "calendar_id", "on_calendar", "jitter_seconds", "anchor_date", "day_or"];
 
   function kind() {
     var checked = form.querySelector('input[name="kind"]:checked');
@@ -60,7 +60,7 @@
       var isKind = ["cron", "every", "interval_seconds", "rrule", "at", "after_seconds"].indexOf(name) >= 0;
       if (isKind && name !== kind()) { return; }
       var value = input.value.trim();
-      if (["interval_seconds", "after_seconds", "jitter_seconds"].indexOf(name) >= 0) { value = Number(value); }
+      if (["interval_seconds", "after_seconds", "jitter_seconds", "calendar_id"].indexOf(name) >= 0) { value = Number(value); }
       if (name === "day_or") { value = value === "true"; }
       if (name === "not_on") { value = value.split(",").map(function (s) { return s.trim(); }).filter(Boolean); }
       out[name] = value;
