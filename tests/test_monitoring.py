@@ -35,8 +35,14 @@ def _promtool(*args: str) -> str:
 
 
 def test_the_alerting_rules_and_the_scrape_configuration_pass_promtool() -> None:
-    assert "SUCCESS: 6 rules found" in _promtool("check", "rules", str(KIT / "recur-alerts.yml"))
+    assert "SUCCESS: 9 rules found" in _promtool("check", "rules", str(KIT / "recur-alerts.yml"))
     _promtool("check", "config", str(KIT / "prometheus.yml"))
+
+
+def test_the_rules_fire_on_the_series_they_are_written_for() -> None:
+    """promtool's unit tests (tests/monitoring/recur-alerts-test.yml): series as two webs and a worker serve
+    them, and when each rule fires, with its labels and text."""
+    assert "SUCCESS" in _promtool("test", "rules", str(ROOT / "tests" / "monitoring" / "recur-alerts-test.yml"))
 
 
 def test_every_metric_the_rules_the_dashboard_and_the_docs_name_is_served(app, client) -> None:
