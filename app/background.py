@@ -137,9 +137,10 @@ def prune_once(app: Flask, every: float | None = None) -> dict[str, int] | None:
 
     def work(renew: Callable[[], None]) -> dict[str, int]:
         cursor = redis.get(PRUNE_CURSOR_KEY)
+        started = clock.utcnow()
         with app.app_context():
             try:
-                report = retention.prune(clock.utcnow(), retention.retention_from(app.config),
+                report = retention.prune(started, retention.retention_from(app.config),
                                          int(app.config["RECUR_PRUNE_BATCH"]),
                                          int(app.config["RECUR_PRUNE_MAX_BATCHES"]),
                                          cursor.decode() if isinstance(cursor, bytes) else None, renew)
@@ -149,6 +150,12 @@ def prune_once(app: Flask, every: float | None = None) -> dict[str, int] | None:
             redis.delete(PRUNE_CURSOR_KEY)
         else:
             redis.set(PRUNE_CURSOR_KEY, report.cursor)
+        if report.behind:
+            if redis.set(metrics.PRUNE_BEHIND_KEY, started.timestamp(), nx=True):
+                log.warning("pruning is behind: the pass stopped at its limit (RECUR_PRUNE_MAX_BATCHES) with "
+                            "rows past retention left in %s", ", ".join(report.behind))
+        else:
+            redis.delete(metrics.PRUNE_BEHIND_KEY)
         metrics.pruned(report.rows)
         if any(report.rows.values()):
             log.info("pruned: %s", report.rows)

@@ -75,6 +75,10 @@ def alerted(event_type: str) -> None:
 
 
 PRUNED = Counter("recur_pruned_rows_total", "Rows the retention pass deleted, by table.", ["table"])
+# Since when (epoch seconds on the cluster clock: the start of the first such pass) every pruning pass has
+# stopped at its limit with rows past retention left; written and deleted by app.background's pruning pass,
+# read at scrape time as recur_pruning_behind_seconds.
+PRUNE_BEHIND_KEY = "recur:prune-behind-since"
 
 
 def pruned(rows: dict[str, int]) -> None:
@@ -176,8 +180,15 @@ class StateCollector(Collector):
         yield depth
         yield scheduled
         workers = GaugeMetricFamily("recur_workers", "RQ workers in Redis (each slot of a worker.py is one).")
-        workers.add_metric([], Worker.count(connection=get_redis(self.app)))
+        redis = get_redis(self.app)
+        workers.add_metric([], Worker.count(connection=redis))
         yield workers
+        behind = GaugeMetricFamily("recur_pruning_behind_seconds", "Seconds since the first of the pruning passes "
+                                   "that have all stopped at their limit with history past retention left (0: the "
+                                   "last pass deleted all of it).")
+        since = redis.get(PRUNE_BEHIND_KEY)
+        behind.add_metric([], 0.0 if since is None else max(0.0, clock.utcnow().timestamp() - float(since)))
+        yield behind
 
 
 metrics = Blueprint("metrics", __name__)

@@ -45,6 +45,9 @@ class PruneReport:
     # The schedule the next pass's walk over runs starts at (None: from the first): set when this pass
     # stopped at its limit before the walk's end.
     cursor: str | None = None
+    # The tables this pass stopped deleting from at its limit (max_batches full statements), rows left behind
+    # for the next pass: the history is written faster than the passes prune it, or a long one is caught up.
+    behind: list[str] = field(default_factory=list)
 
 
 def prune(now: datetime, retention: Retention, batch: int, max_batches: int, cursor: str | None = None,
@@ -53,7 +56,7 @@ def prune(now: datetime, retention: Retention, batch: int, max_batches: int, cur
     lock there, and raises to abandon the pass if the lock was lost)."""
     renew = between_batches or (lambda: None)
     report = PruneReport()
-    report.rows["runs"], report.cursor = _prune_runs(now, retention, batch, max_batches, cursor, renew)
+    report.rows["runs"], report.cursor, runs_behind = _prune_runs(now, retention, batch, max_batches, cursor, renew)
 
     finished_backfills = policy.cutoff(now, retention.backfills_days)
     if finished_backfills is not None:
@@ -106,6 +109,9 @@ def prune(now: datetime, retention: Retention, batch: int, max_batches: int, cur
     # ix_console_sessions_expires_at (0013): a session past its expiry can never be used again.
     report.rows["console_sessions"] = _in_batches(ConsoleSession, select(ConsoleSession.id).where(
         ConsoleSession.expires_at <= now).order_by(ConsoleSession.expires_at), batch, max_batches, renew)
+    # Every other table's statements all deleted a full batch only where the pass stopped at its limit.
+    report.behind = [table for table in TABLES if (runs_behind if table == "runs"
+                                                   else report.rows[table] >= batch * max_batches)]
     return report
 
 
@@ -132,9 +138,10 @@ def _delete(statement: Delete) -> int:
 
 
 def _prune_runs(now: datetime, retention: Retention, batch: int, max_batches: int, cursor: str | None,
-                renew: Callable[[], None]) -> tuple[int, str | None]:
+                renew: Callable[[], None]) -> tuple[int, str | None, bool]:
     """Walk schedules in id order from `cursor`, `batch` at a time, deleting each one's runs past its
-    boundary. Returns the rows deleted and where the next pass starts (None: the walk reached its end)."""
+    boundary. Returns the rows deleted, where the next pass starts (None: the walk reached its end) and
+    whether the pass stopped at its limit of statements with runs past retention left (behind)."""
     deleted = batches = 0
     # Each schedule's oldest run: one seek into ix_runs_schedule_started per schedule, so a page of schedules
     # with nothing to prune costs one read.
@@ -155,7 +162,7 @@ def _prune_runs(now: datetime, retention: Retention, batch: int, max_batches: in
             floor: datetime | None = None  # the newest start a batch of this schedule deleted
             while True:
                 if batches >= max_batches:
-                    return deleted, schedule_id
+                    return deleted, schedule_id, True
                 renew()
                 starts = _delete_returning(_delete_runs(schedule_id, boundary, batch, floor))
                 batches += 1
@@ -164,13 +171,13 @@ def _prune_runs(now: datetime, retention: Retention, batch: int, max_batches: in
                     break
                 floor = max(starts)
         if len(page) < batch:
-            return deleted, None
+            return deleted, None, False
         last = page[-1][0]
         query = page_query.where(ScheduledJob.id > last)
     # The pass read its limit of pages: the next one starts at the schedule after the last read.
     following: str | None = _read(lambda: db.session.scalar(
         select(ScheduledJob.id).where(ScheduledJob.id > last).order_by(ScheduledJob.id).limit(1)))
-    return deleted, following
+    return deleted, following, False
 
 
 def _read(query: Callable[[], Any]) -> Any:

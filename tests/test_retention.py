@@ -386,3 +386,42 @@ def test_the_background_pass_runs_one_process_at_a_time_once_a_period_and_counts
     # Within the period, another worker's turn is skipped.
     assert prune_once(app, every=60) is None
     assert _pruned_metric(client, "runs") == before + 50
+
+
+def _behind_seconds(client) -> float:  # type: ignore[no-untyped-def]
+    text = client.get("/metrics").get_data(as_text=True)
+    match = re.search(r"^recur_pruning_behind_seconds (\S+)$", text, re.M)
+    assert match, "recur_pruning_behind_seconds is not exposed"
+    return float(match.group(1))
+
+
+@pytest.mark.parametrize("table", ["runs", "events"])
+def test_passes_that_stop_at_their_limit_say_how_long_pruning_has_been_behind_until_one_catches_up(
+        chain_app, fake_clock, table) -> None:
+    """A history written faster than the passes prune it grows past its retention for ever unless someone
+    is told: from the first pass that stops at its limit with rows left until one deletes everything past
+    retention, recur_pruning_behind_seconds counts (on the cluster clock); then it is 0 again. On fakeredis
+    and on a real redis-server, where the mark lives."""
+    app = chain_app
+    fake_clock.set(NOW)
+    workflow_id = _workflow()
+    _schedule(workflow_id, "s-behind")
+    if table == "runs":
+        _runs("s-behind", *(200 + day for day in range(150)))  # 50 past the newest 100 kept
+    else:
+        for index in range(50):
+            _event(f"e-behind-{index}", 30 + index)  # past the default 7 days
+    db.session.commit()
+    app.config.update(RECUR_PRUNE_BATCH=10, RECUR_PRUNE_MAX_BATCHES=2)  # 20 rows of each table a pass
+    client = app.test_client()
+    assert _behind_seconds(client) == 0
+
+    assert prune_once(app)[table] == 20  # stopped at its limit: 30 left
+    fake_clock.advance(seconds=60)
+    assert _behind_seconds(client) == 60
+    assert prune_once(app)[table] == 20  # still behind since the first pass
+    fake_clock.advance(seconds=60)
+    assert _behind_seconds(client) == 120
+    assert prune_once(app)[table] == 10  # the rest: caught up
+    fake_clock.advance(seconds=60)
+    assert _behind_seconds(client) == 0
