@@ -68,7 +68,7 @@ QUICK = {
     "history": {"runs": 20_000, "schedules": 200, "big": 4000, "small": 1000, "requests": 20, "warmup": 5,
                 "links": 100, "load": (30, 2), "sample": 1, "settle": 5, "limit": 120},
     "mixed": {"quick": (30, 2), "slow": (4, 6), "sleep": (1, 3), "slow_spread": 2, "seconds": 8, "drain": 5,
-              "baseline": [None, 6], "mixed": [6, None, 2], "own_queue": 6, "few_slow": True, "throughput_slots": [2],
+              "baseline": [None], "mixed": [None, 2], "own_queue": 6, "few_slow": True, "throughput_slots": [2],
               "throughput_count": 60},
 }
 # Scenario 1's contenders: (system, kind); bare RQ's two worker classes on no-op jobs, SimpleWorker on jobs that

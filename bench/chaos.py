@@ -430,9 +430,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", choices=["postgres", "sqlite", "auto"], default="auto")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--reconcile-seconds", type=float, default=5.0)
-    parser.add_argument("--workers", choices=["simple", "forking"], default="simple",
-                        help="worker.py --simple (default: 200 schedules at 1-2 s ask ~130 links/s, more than "
-                             "three forking workers can run on two cores) or the forking worker")
+    parser.add_argument("--workers", choices=["simple", "default"], default="simple",
+                        help="worker.py --simple (the default here, as in the committed full runs) or worker.py "
+                             "as the Procfile runs it (its slots, each task in a persistent work process)")
     parser.add_argument("--no-db-faults", action="store_true",
                         help="leave out the database restart and stall and the Redis stall")
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.database]
 def test_no_body_runs_twice_no_chain_lost_counters_true_under_faults():
     database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
     report = chaos.run(schedules=30, duration=20.0, db_kind=database, seed=7, reconcile_seconds=2.0,
-                       worker_mode="forking")
+                       worker_mode="default")
     assert report["faults"]["kill -9 worker"] >= 2 and report["faults"]["FLUSHALL"] == 1
     assert report["runs_by_status"].get("succeeded", 0) > 30
     # Counted from the execution log that the workers write as each task body starts, not from the runs
