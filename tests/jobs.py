@@ -129,6 +129,16 @@ def pid_then_sleep(event: TaskEvent) -> None:
         time.sleep(payload.get("sleep", 30))
 
 
+@task("tests.hold")
+def hold(event: TaskEvent) -> None:
+    """Holds its slot until the file the payload's `release` names exists (at most `seconds`, 120): a run
+    that lasts exactly as long as a test needs, however loaded the machine."""
+    payload = event["payload"] or {}
+    deadline = time.monotonic() + float(payload.get("seconds", 120))
+    while not os.path.exists(payload["release"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 @task("tests.noisy")
 def noisy(event: TaskEvent) -> object:
     """Prints to stdout and stderr, logs a line, then raises (payload `raise`, the default) or returns

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.servers import ROOT, Process, RedisServer, free_port, start_web, start_worker, wait_for
+from tests.servers import ROOT, Process, RedisServer, serve_web, start_worker, wait_for
 from tests.tokens import token_for_env
 
 # Settings that make webhooks reach loopback receivers and be retried and watched quickly, for the stacks of
@@ -62,6 +62,15 @@ class Api:
             return False
 
 
+def serve_api(env: dict[str, str], log_path: Path, token: str | None = None,
+              cwd: Path = ROOT) -> tuple[Process, Api]:
+    """gunicorn on `env` (tests.servers.serve_web), once it answers an authorized request, and its API called
+    with `token` (a new admin token on `env`'s database when none is given)."""
+    token = token or token_for_env(env)
+    web, port = serve_web(env, log_path, lambda port: Api(f"http://127.0.0.1:{port}", token).answers(), cwd=cwd)
+    return web, Api(f"http://127.0.0.1:{port}", token)
+
+
 class Stack:
     """gunicorn on `redis` and `database_url`, with an admin token, and the workers a test starts. `env`
     is what every process started gets besides this process's environment; a test may add to it before it
@@ -77,12 +86,8 @@ class Stack:
             "RECUR_RECONCILE_SECONDS": "1",
             "RECUR_LEASE_SECONDS": "3",
         }
-        self.port = free_port()
-        token = token_for_env(self.env)
-        self.web = start_web(self.env, self.port, tmp_path / "web.log", cwd=cwd)
+        self.web, self.api = serve_api(self.env, tmp_path / "web.log", cwd=cwd)
         self.workers: list[Process] = []
-        self.api = Api(f"http://127.0.0.1:{self.port}", token)
-        wait_for(self.api.answers, 30, what="the web server")
 
     def start_worker(self, *extra: str) -> Process:
         """A worker.py with `extra` arguments (a mode: --fork, --simple)."""

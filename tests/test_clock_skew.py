@@ -24,9 +24,8 @@ import pytest
 from redis import Redis
 
 from app.background import RECONCILE_LOCK
-from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
-from tests.stack import Api, parse_instant
-from tests.tokens import token_for_env
+from tests.servers import Process, RedisServer, start_worker, wait_for
+from tests.stack import parse_instant, serve_api
 
 pytestmark = pytest.mark.integration
 
@@ -106,12 +105,9 @@ def skewed(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iter
     redis.flushall()
     env = {"DATABASE_URL": database_url, "REDIS_URL": redis_server.url, "RECUR_RECONCILE_SECONDS": "1",
            "RECUR_LEASE_SECONDS": "3", "RECUR_TASK_MODULES": "tests.jobs", MARK: uuid.uuid4().hex}
-    port = free_port()
-    token = token_for_env(env)
-    processes: list[Process] = [start_web({**env, **behind}, port, tmp_path / "web.log")]
-    api = Api(f"http://127.0.0.1:{port}", token)
+    web, api = serve_api({**env, **behind}, tmp_path / "web.log")
+    processes: list[Process] = [web]
     try:
-        wait_for(api.answers, 30, what="the web server")
         # In-process workers (--simple) by default: under libfaketime a forking worker loses work horses,
         # which hang at birth in the library's pthread_cond_init wrapper (its own rwlock, held by another
         # thread of the worker at the fork, is never released in the child). RECUR_SKEW_WORKERS=fork,simple

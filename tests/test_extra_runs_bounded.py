@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,18 +35,25 @@ def _manual(stack: Stack, schedule_id: str) -> list[dict[str, Any]]:
     return [r for r in stack.api.runs(schedule_id) if r["trigger"] == "manual"]
 
 
-def test_waiting_manual_runs_cost_redis_the_same_whether_five_or_fifty_wait(stack: Stack) -> None:
+@pytest.fixture
+def stack_env() -> dict[str, str]:
+    return {"RECUR_TASK_MODULES": "tests.jobs"}  # the web and the workers know tests.hold
+
+
+def test_waiting_manual_runs_cost_redis_the_same_whether_five_or_fifty_wait(stack: Stack, tmp_path: Path) -> None:
     redis = Redis.from_url(stack.env["REDIS_URL"])
     stack.start_worker()
     stack.start_worker()
     stack.wait_workers_ready()
-    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "one slot", "task": "builtin.sleep",
+    workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "one slot", "task": "tests.hold",
                                                            "max_concurrent_runs": 1})["id"]
     far = f"0 {(datetime.now(UTC).hour + 12) % 24} * * *"  # no tick of the chain comes due during the test
+    release = tmp_path / "release"  # the holder keeps the slot until this file exists
     holder = stack.api.ok("POST", "/api/v1/schedules/", {"name": "holder", "workflow_id": workflow, "cron": far,
-                                                         "trigger_payload": {"seconds": 60}})["id"]
+                                                         "trigger_payload": {"release": str(release)}})["id"]
     waiter = stack.api.ok("POST", "/api/v1/schedules/", {"name": "waiter", "workflow_id": workflow, "cron": far,
-                                                         "trigger_payload": {"seconds": 0}})["id"]
+                                                         # a file that exists: each of its runs ends at once
+                                                         "trigger_payload": {"release": str(tmp_path)}})["id"]
     stack.api.ok("POST", f"/api/v1/schedules/{holder}/trigger/")
     wait_for(lambda: [r["status"] for r in _manual(stack, holder)] == ["running"], 20, what="the slot to be taken")
 
@@ -65,6 +73,7 @@ def test_waiting_manual_runs_cost_redis_the_same_whether_five_or_fifty_wait(stac
     assert _manual(stack, waiter) == []  # all still waiting while measured
     assert fifty < 1.5 * five + 20, (five, fifty)
 
+    release.touch()
     wait_for(lambda: len([r for r in _manual(stack, waiter) if r["status"] == "succeeded"]) == 50, 90,
              what="the fifty to run once the slot freed")
     runs = sorted(_manual(stack, waiter), key=lambda r: r["started_at"])

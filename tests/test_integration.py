@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from app.chain.slots import default_concurrency
-from tests.servers import RedisServer, flask_command, free_port, start_web, wait_for
-from tests.stack import Api, Stack, parse_instant, three_runs_to_done
+from tests.servers import RedisServer, flask_command, wait_for
+from tests.stack import Api, Stack, parse_instant, serve_api, three_runs_to_done
 from tests.tokens import token_from_cli
 
 pytestmark = pytest.mark.integration
@@ -96,15 +96,12 @@ def test_sigterm_lets_the_running_link_finish_and_hand_off(stack):
 
 
 def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
-    second_web_port = free_port()
-    second_web = start_web(stack.env, second_web_port, tmp_path / "web2.log")
+    second_web, other = serve_api(stack.env, tmp_path / "web2.log", token=stack.api.token)
     try:
         workflow = stack.api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
         ids = [stack.api.ok("POST", "/api/v1/schedules/", {
             "name": f"r{i}", "workflow_id": workflow["id"], "interval_seconds": 1 + i % 2})["id"] for i in range(20)]
         workers = [stack.start_worker() for _ in range(3)]  # all three recover at once
-        other = Api(f"http://127.0.0.1:{second_web_port}", stack.api.token)
-        wait_for(other.answers, 30, what="the second web server")
         wait_for(lambda: all(len(other.runs(i)) >= 4 for i in ids), 40, interval=0.2,
                  what="every schedule to run four times")
         for schedule_id in ids:
@@ -121,30 +118,6 @@ def test_two_webs_and_three_workers_starting_at_once(stack, tmp_path):
         assert all(w.alive() for w in workers)
     finally:
         second_web.stop()
-
-
-def test_a_work_horse_outliving_its_killed_worker_completes_its_run(stack):
-    """The forking worker (`--fork`) claims and records links itself; when it is killed while its work horse
-    runs the task, the horse keeps the lease alive (no write-off by another worker's reconciler) and records
-    the run and hands off the successor itself. One slot: the process killed is the one that forked the horse
-    (with slots, SIGKILL to worker.py takes its slots and their horses with it: tests/test_slots.py)."""
-    worker = stack.start_worker("--fork", "--concurrency", "1")
-    schedule_id = _sleeping_schedule_running(stack, "orphan", trigger_payload={"seconds": 4}, timeout_seconds=20)
-    [running] = [r for r in stack.api.runs(schedule_id) if r["status"] == "running"]
-    worker.kill()  # the worker process only: its work horse runs on (RQ puts it in a process group of its own)
-    stack.start_worker()  # whose reconciler passes every second, with a 3 s lease
-
-    def finished() -> dict:
-        return next(r for r in stack.api.runs(schedule_id) if r["id"] == running["id"])
-
-    wait_for(lambda: finished()["status"] != "running", 20, what="the orphaned run to finish")
-    assert (finished()["status"], finished()["error"]) == ("succeeded", None)
-    wait_for(lambda: any((r["repeat_number"] or -1) > running["repeat_number"] for r in stack.api.runs(schedule_id)),
-             20, what="the chain to go on")
-    runs = [r for r in stack.api.runs(schedule_id) if r["reason"] is None]  # not the ticks skipped meanwhile
-    assert not [r for r in runs if r["status"] == "failed"], runs
-    ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs)
-    assert max(ticks.values()) == 1, ticks
 
 
 def _owner_token(env: dict[str, str], name: str) -> str:

@@ -14,9 +14,8 @@ from sqlalchemy import create_engine
 
 from app.config import sqlalchemy_url
 from tests.pgcluster import POSTGRES_BIN, PrimaryStandby
-from tests.servers import RedisServer, free_port, start_web, start_worker, wait_for
-from tests.stack import Api, parse_instant
-from tests.tokens import token_for_env
+from tests.servers import RedisServer, start_worker, wait_for
+from tests.stack import Api, parse_instant, serve_api
 
 needs_postgres = pytest.mark.skipif(POSTGRES_BIN is None, reason="PostgreSQL's server binaries are not installed")
 
@@ -65,12 +64,10 @@ def test_worker_chains_survive_a_postgresql_failover(tmp_path: Path) -> None:
     log = tmp_path / "executions.log"
     env = {"DATABASE_URL": pair.url, "REDIS_URL": redis.url, "RECUR_RECONCILE_SECONDS": "1",
            "RECUR_LEASE_SECONDS": "3", "RECUR_EXECUTION_LOG": str(log)}
-    port = free_port()
     processes = []
     try:
-        api = Api(f"http://127.0.0.1:{port}", token_for_env(env))
-        processes.append(start_web(env, port, tmp_path / "web.log"))
-        wait_for(api.answers, 30, what="the web server")
+        web, api = serve_api(env, tmp_path / "web.log")
+        processes.append(web)
         processes += [start_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
         workflow = api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
         ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"s{i}", "workflow_id": workflow["id"],

@@ -132,18 +132,15 @@ def test_worker_chains_survive_a_master_failover(cluster: Cluster, tmp_path: Pat
     promotion every chain runs again (within 30 s), and no (schedule, repeat) body ran twice."""
     from collections import Counter
 
-    from tests.servers import start_web, start_worker
-    from tests.stack import Api, parse_instant
-    from tests.tokens import token_for_env
+    from tests.servers import start_worker
+    from tests.stack import parse_instant, serve_api
 
     log = tmp_path / "executions.log"
     env = {"DATABASE_URL": database_url, "REDIS_URL": cluster.url, "RECUR_RECONCILE_SECONDS": "1",
            "RECUR_LEASE_SECONDS": "3", "RECUR_EXECUTION_LOG": str(log)}
-    port = free_port()
-    api = Api(f"http://127.0.0.1:{port}", token_for_env(env))
-    processes = [start_web(env, port, tmp_path / "web.log")]
+    web, api = serve_api(env, tmp_path / "web.log")
+    processes = [web]
     try:
-        wait_for(api.answers, 30, what="the web server")
         processes += [start_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
         workflow = api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
         ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"s{i}", "workflow_id": workflow["id"],
