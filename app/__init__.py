@@ -9,7 +9,8 @@ from flask import Flask
 from app import accounts_cli, cli, clock, console, extensions, logs, metrics
 from app.api import document, errors
 from app.calendars import models as calendar_models  # noqa: F401  (registers the table)
-from app.config import INSTANCE_DIR, Settings, flask_config
+from app.config import INSTANCE_DIR, SettingError, Settings, flask_config
+from app.notify import guard
 from app.notify import models as notify_models  # noqa: F401  (registers the tables)
 from app.sync import cli as sync_cli
 from app.tasks import load_task_modules
@@ -20,6 +21,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.from_mapping(flask_config(Settings.from_env(), config))
     app.json.sort_keys = False  # type: ignore[attr-defined]
     logs.configure(app.config["RECUR_LOG_FORMAT"])
+    try:  # a malformed allowlist stops the process at start, not each delivery
+        guard.egress(app.config["RECUR_WEBHOOK_EGRESS"])
+    except ValueError as exc:
+        raise SettingError(str(exc)) from None
 
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite:///"):
         INSTANCE_DIR.mkdir(parents=True, exist_ok=True)

@@ -75,6 +75,8 @@ class Settings:
                                          "take Secure cookies from http://localhost)")
     RECUR_WEBHOOK_ALLOW_HOSTS: str = setting("", "hosts webhooks may reach although they resolve to internal "
                                              "addresses (comma separated)")
+    RECUR_WEBHOOK_EGRESS: str = setting("", "the only destinations webhooks may reach: hosts, .domains and CIDR "
+                                        "ranges (comma separated); empty: any the address guard lets through")
     RECUR_WEBHOOK_TIMEOUT_SECONDS: float = setting(10.0, "deadline of one webhook delivery")
     RECUR_WEBHOOK_BACKOFF_SECONDS: float = setting(5.0, "the first wait before a webhook's next attempt "
                                                    "(doubling)")

@@ -30,7 +30,7 @@ def create(owner_id: int, data: dict[str, Any], now: datetime) -> Webhook:
     host is in RECUR_WEBHOOK_ALLOW_HOSTS) or the secret is not whsec_ + base64 of 16 to 64 bytes;
     quotas.QuotaExceeded at the owner's quota."""
     try:
-        guard.resolve(data["url"], guard.allowed_hosts(current_app.config["RECUR_WEBHOOK_ALLOW_HOSTS"]))
+        _check(data["url"])
     except guard.Refused as exc:
         raise Refused({"url": [str(exc)]}) from exc
     secret = data.get("secret") or signing.new_secret()
@@ -45,13 +45,20 @@ def create(owner_id: int, data: dict[str, Any], now: datetime) -> Webhook:
     return webhook
 
 
+def _check(url: str) -> None:
+    """Refused unless `url` passes the egress allowlist (RECUR_WEBHOOK_EGRESS) and the address guard."""
+    config = current_app.config
+    guard.resolve(url, guard.allowed_hosts(config["RECUR_WEBHOOK_ALLOW_HOSTS"]),
+                  guard.egress(config["RECUR_WEBHOOK_EGRESS"]))
+
+
 def update(webhook: Webhook, data: dict[str, Any]) -> Webhook:
     """Change the webhook's URL or event types (committed); its secret and delivery log stay. Refused when a
     new URL reaches an internal address, as at create. Each attempt reads the webhook as it is then: a queued
     delivery goes to the new URL, and one of a type no longer subscribed to is dropped."""
     if "url" in data:
         try:
-            guard.resolve(data["url"], guard.allowed_hosts(current_app.config["RECUR_WEBHOOK_ALLOW_HOSTS"]))
+            _check(data["url"])
         except guard.Refused as exc:
             raise Refused({"url": [str(exc)]}) from exc
         webhook.url = data["url"]

@@ -19,7 +19,7 @@ from app.schema import ensure_schema
 from tests.databases import PostgresDatabases, SqliteDatabases
 from tests.pgcluster import POSTGRES_BIN, PgServer, single_server
 from tests.receiver import Receiver
-from tests.servers import RedisServer, free_port, print_logs_if_failed
+from tests.servers import LOOPBACK_EGRESS, RedisServer, free_port, print_logs_if_failed
 from tests.stack import Stack
 from tests.tokens import authorized_client, token_for_app
 
@@ -125,6 +125,7 @@ def _make_app(database_url: str, redis: Redis, redis_url: str) -> Flask:
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "RECUR_TASK_MODULES": ["tests.jobs"],
+        **LOOPBACK_EGRESS,
     })
     from app.tasks import load_task_modules
 

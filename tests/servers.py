@@ -121,6 +121,11 @@ class RedisServer:
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The egress allowlist every process a test or bench starts gets unless its own env says otherwise, and the
+# in-process app's (tests/conftest.py): webhooks a test makes reach loopback receivers and nothing else, on
+# top of the loopback-only network namespace scripts/test runs the passes in.
+LOOPBACK_EGRESS = {"RECUR_WEBHOOK_EGRESS": "127.0.0.0/8,::1,localhost"}
+
 
 def print_logs_if_failed(node: Any, logs: Iterable[Path], lines: int = 40) -> None:
     """In a fixture's teardown: when the test failed (conftest keeps its report on the item), print the last
@@ -152,7 +157,7 @@ class Process:
 
         self.log_path = log_path
         self._log = open(log_path, "ab")  # noqa: SIM115 (closed in stop)
-        full_env = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
+        full_env = {**os.environ, **LOOPBACK_EGRESS, **env, "PYTHONUNBUFFERED": "1"}
         if cwd == ROOT:  # a test's processes share a metrics directory of their own (the default,
             # instance/metrics under the checkout, would be shared by every test run from it)
             full_env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(log_path.parent / "metrics"))
@@ -203,6 +208,32 @@ def start_web(env: dict[str, str], port: int, log_path: Path, cwd: Path = ROOT) 
     return Process([gunicorn, "wsgi:app", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4",
                     "--no-control-socket"],
                    env, log_path, cwd=cwd)
+
+
+def serve_web(env: dict[str, str], log_path: Path, answers: Callable[[int], bool], cwd: Path = ROOT,
+              timeout: float = 90, tries: int = 3) -> tuple[Process, int]:
+    """gunicorn on a free port, once `answers(port)` says it serves: the process and its port. A port found
+    free can be taken by another process before gunicorn binds it (the test passes run side by side), and
+    then gunicorn gives up and exits: it is started again on another port. A server that never answers is
+    stopped, its log closed, and the failure carries the log's tail."""
+    for _ in range(tries):
+        port = free_port()
+        web = start_web(env, port, log_path, cwd=cwd)
+
+        def served_or_gone(port: int = port, web: Process = web) -> bool:
+            return answers(port) or not web.alive()
+
+        try:
+            wait_for(served_or_gone, timeout, interval=0.2, what="the web server")
+        except AssertionError:
+            web.stop()
+            raise AssertionError(f"the web server did not answer in {timeout}s; its log ends:\n"
+                                 + web.output()[-3000:]) from None
+        if web.alive():
+            return web, port
+        web.stop()
+    raise AssertionError(f"the web server exited {tries} times before answering; its log ends:\n"
+                         + log_path.read_text(errors="replace")[-3000:])
 
 
 def start_worker(env: dict[str, str], log_path: Path, *extra: str, new_session: bool = False,

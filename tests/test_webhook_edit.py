@@ -28,7 +28,8 @@ def test_a_webhook_is_edited_in_place_and_keeps_its_secret(app, client):
 
 
 def test_a_bad_edit_is_a_422_naming_the_field_and_changes_nothing(app, client):
-    hook = client.post("/api/v1/webhooks/", json={"url": "https://1.1.1.1/hook", "event_types": ["run.failed"]}).json
+    app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.2"  # 127.0.0.1 stays internal: refused
+    hook = client.post("/api/v1/webhooks/", json={"url": "http://127.0.0.2:9/hook", "event_types": ["run.failed"]}).json
     for body, name in (({"url": "http://127.0.0.1/hook"}, "url"),  # an internal address, as at create
                        ({"event_types": []}, "event_types"),
                        ({"event_types": ["run.exploded"]}, "event_types"),
@@ -39,7 +40,8 @@ def test_a_bad_edit_is_a_422_naming_the_field_and_changes_nothing(app, client):
 
 
 def test_another_owners_webhook_is_not_found(app, client):
-    hook = client.post("/api/v1/webhooks/", json={"url": "https://1.1.1.1/hook", "event_types": ["run.failed"]}).json
+    app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
+    hook = client.post("/api/v1/webhooks/", json={"url": "http://127.0.0.1:9/hook", "event_types": ["run.failed"]}).json
     other = authorized_client(app, new_owner_token(app, "eve"))
     assert other.patch(f"/api/v1/webhooks/{hook['id']}/", json={"event_types": ["schedule.dead"]}).status_code == 404
     assert client.get(f"/api/v1/webhooks/{hook['id']}/").json["event_types"] == ["run.failed"]

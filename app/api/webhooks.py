@@ -51,7 +51,8 @@ class Webhooks(MethodView):
         """Create a webhook (its signing secret is shown in this answer only)
 
         A URL that resolves to a loopback, private, link-local or metadata address is refused (422 naming
-        `url`) unless its host is in RECUR_WEBHOOK_ALLOW_HOSTS; only http and https.
+        `url`) unless its host is in RECUR_WEBHOOK_ALLOW_HOSTS; only http and https. When RECUR_WEBHOOK_EGRESS
+        is set, a destination outside that allowlist is refused too.
         """
         try:
             return webhooks.create(caller().id, data, clock.utcnow())

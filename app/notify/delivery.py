@@ -29,7 +29,7 @@ from sqlalchemy import func, select, update
 
 from app.extensions import db
 from app.notify import send
-from app.notify.guard import allowed_hosts
+from app.notify.guard import allowed_hosts, egress
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
 
 log = logging.getLogger(__name__)
@@ -179,7 +179,8 @@ def _attempt(delivery_id: int, now: datetime, config: Any) -> None:
     timeout = float(config.get("RECUR_WEBHOOK_TIMEOUT_SECONDS", 10))
     try:
         answer = send.post(letter.url, letter.secret, letter.event_id, int(now.timestamp()), letter.payload,
-                           allowed_hosts(config.get("RECUR_WEBHOOK_ALLOW_HOSTS")), timeout)
+                           allowed_hosts(config.get("RECUR_WEBHOOK_ALLOW_HOSTS")), timeout,
+                           egress(config.get("RECUR_WEBHOOK_EGRESS")))
     except Exception as exc:  # noqa: BLE001 - whatever a send raises is a failed attempt, never a stalled pass
         answer = send.Answer(None, 0, f"{type(exc).__name__}: {exc}"[:500])
     _record(delivery_id, letter, answer, now, config)

@@ -7,6 +7,12 @@ check is made at creation and again at each delivery, and the delivery connects 
 checked (a name that resolved to a public address at creation and to 127.0.0.1 now is refused: DNS
 rebinding). The URL is made sendable here too: a non-ASCII host IDNA-encoded, a non-ASCII path and query
 percent-encoded as UTF-8; whitespace or a control character anywhere is refused.
+
+The egress allowlist (RECUR_WEBHOOK_EGRESS), when set, narrows this further: a URL is then refused unless its
+host is one of the hosts named, lies under one of the domains named (`.example.com`: the domain and every
+name under it), or every address it resolves to lies in one of the ranges named (CIDR; a bare address is a
+range of one). It is checked before the internal-address rule, and both must pass: an internal address
+needs its host in RECUR_WEBHOOK_ALLOW_HOSTS as well as a place in the allowlist.
 """
 
 from __future__ import annotations
@@ -106,9 +112,61 @@ def _ascii_host(host: str) -> str:
     return host if host.isascii() else host.encode("idna").decode("ascii")
 
 
-def resolve(url: str, allow_hosts: frozenset[str]) -> Target:
-    """The address to connect to for `url`, or Refused."""
+@dataclass(frozen=True)
+class Egress:
+    """RECUR_WEBHOOK_EGRESS parsed: the only destinations webhooks may reach."""
+
+    hosts: frozenset[str]
+    domains: tuple[str, ...]  # without their leading dot
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+    setting: str  # as written, for the refusal's message
+
+    def allows_name(self, host: str) -> bool:
+        return host in self.hosts or any(host == d or host.endswith("." + d) for d in self.domains)
+
+    def allows_addresses(self, addresses: list[str]) -> bool:
+        return bool(self.networks) and all(
+            any(ipaddress.ip_address(a) in network for network in self.networks) for a in addresses)
+
+
+def egress(setting: str | None) -> Egress | None:
+    """RECUR_WEBHOOK_EGRESS: comma-separated hosts (`hooks.example.com`), domains with a leading dot
+    (`.example.com`) and ranges (`10.0.0.0/8`, `2001:db8::/32`, `127.0.0.1`); None when empty (no allowlist).
+    Raises ValueError naming an entry that is none of these."""
+    entries = [entry.strip() for entry in (setting or "").split(",") if entry.strip()]
+    if not entries:
+        return None
+    hosts: set[str] = set()
+    domains: list[str] = []
+    networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
+            continue
+        except ValueError:
+            pass
+        name = entry[1:] if entry.startswith(".") else entry
+        try:
+            name = _ascii_host(name)
+        except UnicodeError:
+            raise ValueError(f"RECUR_WEBHOOK_EGRESS: {entry!r} is not a host, a .domain or a range") from None
+        if not name or "/" in name or ":" in name or any(c.isspace() for c in name) or name.startswith("."):
+            raise ValueError(f"RECUR_WEBHOOK_EGRESS: {entry!r} is not a host, a .domain or a range")
+        if entry.startswith("."):
+            domains.append(name)
+        else:
+            hosts.add(name)
+    return Egress(frozenset(hosts), tuple(domains), tuple(networks), ",".join(entries))
+
+
+def resolve(url: str, allow_hosts: frozenset[str], allowlist: Egress | None = None) -> Target:
+    """The address to connect to for `url`, or Refused (`allowlist`: RECUR_WEBHOOK_EGRESS, when set)."""
     scheme, host, port, path = parse(url)
+    by_address = allowlist is not None and not allowlist.allows_name(host)
+    if allowlist is not None and by_address:  # refused without a lookup where the answer cannot change it
+        literal = _literal(host)
+        if not allowlist.networks or (literal is not None and not allowlist.allows_addresses([literal])):
+            raise _outside(host, allowlist)
     try:
         future = _resolver.submit(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
         infos = future.result(timeout=RESOLVE_TIMEOUT)
@@ -117,12 +175,26 @@ def resolve(url: str, allow_hosts: frozenset[str]) -> Target:
     addresses = [str(info[4][0]) for info in infos]
     if not addresses:
         raise Refused(f"host {host!r} does not resolve")
+    if allowlist is not None and by_address and not allowlist.allows_addresses(addresses):
+        raise _outside(host, allowlist)
     if host not in allow_hosts and _with_port(host, port) not in allow_hosts:
         internal = [a for a in addresses if not _public(a)]
         if internal:
             raise Refused(f"resolves to an internal address ({internal[0]}); list the host in "
                           "RECUR_WEBHOOK_ALLOW_HOSTS to allow it")
     return Target(scheme, host, port, path, addresses[0])
+
+
+def _literal(host: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return None
+
+
+def _outside(host: str, allowlist: Egress) -> Refused:
+    return Refused(f"host {host!r} is outside the egress allowlist (RECUR_WEBHOOK_EGRESS={allowlist.setting}); "
+                   "no request is made to it")
 
 
 def _with_port(host: str, port: int) -> str:

@@ -41,7 +41,9 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
 
 
 def post(url: str, secret: str | None, message_id: str, timestamp: int, payload: dict[str, Any],
-         allow_hosts: frozenset[str], timeout: float) -> Answer:
+         allow_hosts: frozenset[str], timeout: float, allowlist: guard.Egress | None = None) -> Answer:
+    """POST `payload` to `url` under the address guard and the egress allowlist (a URL they refuse is an
+    Answer with the reason and no connection made)."""
     started = time.monotonic()
     body = json.dumps(payload, separators=(",", ":")).encode()
 
@@ -49,7 +51,7 @@ def post(url: str, secret: str | None, message_id: str, timestamp: int, payload:
         return int((time.monotonic() - started) * 1000)
 
     try:
-        target = guard.resolve(url, allow_hosts)
+        target = guard.resolve(url, allow_hosts, allowlist)
     except guard.Refused as exc:
         return Answer(None, took(), f"refused: {exc}")
     connection: http.client.HTTPConnection

@@ -55,7 +55,7 @@ def webhook(event: TaskEvent) -> int:
     config = current_app.config
     answer = send.post(url, secret if isinstance(secret, str) else None, str(body["id"]), int(time.time()), body,
                        guard.allowed_hosts(config["RECUR_WEBHOOK_ALLOW_HOSTS"]),
-                       float(config["RECUR_WEBHOOK_TIMEOUT_SECONDS"]))
+                       float(config["RECUR_WEBHOOK_TIMEOUT_SECONDS"]), guard.egress(config["RECUR_WEBHOOK_EGRESS"]))
     if not answer.ok:
         raise RuntimeError(f"builtin.webhook: {url} answered {answer.error}")
     return int(answer.status_code or 0)
