@@ -28,16 +28,30 @@ class Imported:
         )
 
     def as_yaml(self, source: str) -> str:
-        lines = [f"# Imported from {source} by `recur import`; apply with `recur apply FILE`."]
+        lines = [comment(f"Imported from {source} by `recur import`; apply with `recur apply FILE`.")]
         if self.unmapped:
             lines.append(f"# Not imported ({len(self.unmapped)}):")
-            lines += [f"#   {job}: {why}" for job, why in self.unmapped]
+            lines += [comment(f"  {job}: {why}") for job, why in self.unmapped]
         document = {
             "workflows": [{"name": task, "task": task} for task in sorted({s["workflow"] for s in self.schedules})],
             "schedules": self.schedules,
         }
         body: str = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+        if yaml.safe_load(body) != document:  # PyYAML writes NEL, U+2028 and U+2029 raw, and reads them as breaks
+            body = yaml.safe_dump(document, sort_keys=False, allow_unicode=False)  # every non-ASCII escaped
         return "\n".join(lines) + "\n" + body
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that is not printable (line breaks of any kind: \\n, \\r, \\v, \\f, NEL,
+    U+2028, U+2029; other controls) written as its Python escape: what an importer copies from a job into a
+    comment or a docstring of what it prints can then never end that line and start code."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def comment(text: str) -> str:
+    """A `#` comment line holding `text` (one_line: it cannot become code, in Python or in YAML)."""
+    return "# " + one_line(text)
 
 
 class TaskMap:

@@ -13,7 +13,7 @@ import keyword
 from dataclasses import dataclass, field
 from typing import Any
 
-from recur_cli.importers.common import key_for
+from recur_cli.importers.common import comment, key_for, one_line
 
 
 @dataclass
@@ -39,18 +39,19 @@ class ImportedCode:
     def as_python(self, source: str, load_hint: str) -> str:
         """The module's text. `load_hint` is the module list a reader puts in RECUR_TASK_MODULES."""
         lines = [
-            f'"""Schedules imported from {source} by `recur import`.',
+            f'"""Schedules imported from {_in_docstring(source)} by `recur import`.',
             "",
-            f"Load it after the modules that define the functions (RECUR_TASK_MODULES={load_hint}), then run",
+            f"Load it after the modules that define the functions (RECUR_TASK_MODULES={_in_docstring(load_hint)}), "
+            "then run",
             "`flask declarations sync --dry-run` and `flask declarations sync`. What a job did not say is Recur's",
             "default: max_retries 3, overlap skip, catch_up latest (docs/migrating.md); add retries=0 where a",
             'second attempt would do harm."""',
             "",
         ]
-        lines += [f"# {note}" for note in self.header]
+        lines += [comment(note) for note in self.header]
         if self.unmapped:
             lines.append(f"# Not imported ({len(self.unmapped)}):")
-            lines += [f"#   {job}: {why}" for job, why in self.unmapped]
+            lines += [comment(f"  {job}: {why}") for job, why in self.unmapped]
             lines.append("")
         names = _import_names(self.declarations)
         lines.append("import recur")
@@ -64,7 +65,7 @@ class ImportedCode:
             target = names[(declared.module, head)] + (f".{rest}" if rest else "")
             target += f".{declared.attribute}" if declared.attribute else ""
             lines.append("")
-            lines += [f"# {note}" for note in declared.notes]
+            lines += [comment(note) for note in declared.notes]
             arguments = [target] + [f"{name}={_literal(value)}" for name, value in declared.options.items()]
             lines += _call("recur.register", arguments)
         return "\n".join(lines) + "\n"
@@ -94,9 +95,16 @@ def importable(function: Any) -> str | None:
     module, qualname = getattr(function, "__module__", None), getattr(function, "__qualname__", None)
     if not isinstance(module, str) or not isinstance(qualname, str):
         return f"{function!r} is not a function"
-    if "<" in qualname or module == "__main__":
+    if "<" in qualname or module == "__main__" or not all(
+            part.isidentifier() and not keyword.iskeyword(part) for part in [*module.split("."), *qualname.split(".")]):
         return f"{module}.{qualname} is not importable by its name: move it to the top level of a module"
     return None
+
+
+def _in_docstring(text: str) -> str:
+    """`text` inside the module's triple-quoted docstring: on one line, and no quote or backslash of its own
+    can end the string."""
+    return one_line(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _import_names(declarations: list[Declared]) -> dict[tuple[str, str], str]:
