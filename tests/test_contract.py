@@ -100,7 +100,8 @@ def test_a_manual_runs_row_in_the_run_list_is_what_the_document_declares(app, cl
 
 class Web:
     def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str) -> None:
-        self.env = {"DATABASE_URL": database_url, "REDIS_URL": redis.url}
+        # Webhooks may reach loopback (the stack's egress allowlist is loopback only: tests.servers).
+        self.env = {"DATABASE_URL": database_url, "REDIS_URL": redis.url, "RECUR_WEBHOOK_ALLOW_HOSTS": "127.0.0.1"}
         self.token = token_for_env(self.env)
         self.process: Process
         self.process, self.port = serve_web(self.env, tmp_path / "web.log", self._ready)
@@ -193,12 +194,23 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str,
     # A new calendar's rules are so too (a country the holidays package knows, a subdivision of it, real dates,
     # a range that ends after it starts, at most 20 years of holidays, 5,000 days), for the coverage phase's
     # boundary cases as well: its documented example still runs, and test_named_calendars checks the rules.
+    # A webhook's URL is taken only where it may be sent: a host that resolves, to an address the guard and
+    # the deployment's egress allowlist (here loopback only, as in every test stack) allow. OpenAPI cannot
+    # state DNS or a setting: tests/contract_hooks.py points the URLs the fuzzer makes at loopback (their
+    # paths as generated), so they are taken, and whatever they cause to be sent stays on this machine. The
+    # examples and the coverage phase's variations of them name the document's example host, which a
+    # loopback-only stack refuses by design, and no hook reaches them: those phases are off for the two
+    # operations that take a URL (test_egress and test_notify_units check the refusals).
     config.write_text("[phases.stateful]\nenabled = false\n"
                       "[phases.fuzzing]\nerror-feedback = { enabled = false }\n"
                       '[[operations]]\ninclude-operation-id = "post_schedule_backfill"\n'
                       "phases = { fuzzing = { enabled = false } }\n"
                       '[[operations]]\ninclude-operation-id = "post_calendars"\n'
                       "phases = { fuzzing = { enabled = false }, coverage = { enabled = false } }\n"
+                      '[[operations]]\ninclude-operation-id = "post_webhooks"\n'
+                      "phases = { examples = { enabled = false }, coverage = { enabled = false } }\n"
+                      '[[operations]]\ninclude-operation-id = "patch_webhook"\n'
+                      "phases = { examples = { enabled = false }, coverage = { enabled = false } }\n"
                       + config_extra)
     examples = os.environ.get("RECUR_CONTRACT_EXAMPLES", "40")
     st = str(Path(sys.executable).parent / "st")
@@ -210,7 +222,7 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str,
          "--max-examples", examples, "--seed", "20261124",
          "--suppress-health-check", "all", "--report", "vcr", "--report-vcr-path", str(cassette), "--no-color",
          *extra],
-        capture_output=True, text=True, timeout=900, env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false"})
+        capture_output=True, text=True, timeout=900, env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false", "SCHEMATHESIS_HOOKS": "tests.contract_hooks"})
     output = result.stdout + result.stderr
     interactions = yaml.safe_load(cassette.read_text())["http_interactions"] if cassette.exists() else []
     operations = {(i["request"]["method"], i["request"]["uri"].split("?")[0]) for i in interactions}
@@ -289,3 +301,34 @@ def test_the_live_server_keeps_its_contract_under_schemathesis(web, tmp_path):
     assert "schema validation mismatch" not in last["output"].lower(), last["output"][-6000:]
     assert all(status < 500 for status in main["statuses"] + last["statuses"])
     assert main["requests"] > 200
+    _nothing_sent_off_the_machine(web)
+
+
+def _nothing_sent_off_the_machine(web: Web) -> None:
+    """The webhooks the fuzzer made (under the stack's loopback-only egress allowlist) and every delivery
+    attempt any process made: none went to an address beyond loopback (a refused one made no connection)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    from sqlalchemy import create_engine, text
+
+    from app.config import sqlalchemy_url
+
+    def loopback(url: str) -> bool:
+        host = urlsplit(url).hostname or ""
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return host == "localhost"
+
+    engine = create_engine(sqlalchemy_url(web.env["DATABASE_URL"]))
+    try:
+        with engine.connect() as connection:
+            hooks = connection.execute(text("SELECT url FROM webhooks")).scalars().all()
+            sent = connection.execute(text(
+                "SELECT w.url, a.error FROM delivery_attempts a JOIN webhooks w ON w.id = a.webhook_id")).all()
+    finally:
+        engine.dispose()
+    assert [url for url in hooks if not loopback(url)] == [], hooks
+    assert [(url, error) for url, error in sent
+            if not loopback(url) and not (error or "").startswith("refused:")] == [], sent

@@ -20,9 +20,10 @@ class WebhookIn(Schema):
         unknown = RAISE
 
     url = fields.String(required=True, validate=validate.Length(min=1, max=2000), metadata={
-        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://", "example": "https://1.1.1.1/recur-events",
+        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://", "example": "https://hooks.example.com/recur-events",
         "description": "http or https; a host that resolves to a loopback, private, link-local or metadata "
-                       "address is refused unless it is in RECUR_WEBHOOK_ALLOW_HOSTS"})
+                       "address is refused unless it is in RECUR_WEBHOOK_ALLOW_HOSTS; when "
+                       "RECUR_WEBHOOK_EGRESS is set, a destination outside it is refused"})
     event_types = fields.List(fields.String(validate=validate.OneOf(EVENT_TYPES)), required=True,
                               metadata={"example": ["run.failed", "schedule.dead"]},
                               validate=validate.Length(min=1, max=len(EVENT_TYPES)))
