@@ -26,8 +26,9 @@ class Cursor(fields.Field[cursors.Key]):
 
     def __init__(self, order: Order, **kwargs: Any) -> None:
         super().__init__(metadata={
-            "type": "string", "minLength": 1, "maxLength": cursors.MAX_LENGTH,
-            "description": "The `next` of the page before: the page that follows it."}, **kwargs)
+            "type": "string", "minLength": 1, "maxLength": cursors.MAX_LENGTH, "pattern": cursors.pattern(order.shape),
+            "description": "The `next` of the page before: the page that follows it (the sort key of that "
+                           "page's last row; any value of this pattern is taken)."}, **kwargs)
         self.order = order
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> cursors.Key:
