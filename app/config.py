@@ -61,6 +61,8 @@ class Settings:
     RECUR_LINK_RESULT_TTL: int = setting(300, "seconds RQ keeps a finished link's job hash")
     RECUR_EXECUTION_LOG: str | None = setting(None, "a file each task body start appends a line to "
                                               "(app.tasks.execution_log); for checks, off by default")
+    RECUR_REQUEST_DEADLINE_SECONDS: float = setting(30.0, "a web request running longer is stopped (503 "
+                                                    "request_timeout); one that cannot be stopped ends its process")
     RECUR_MAX_BODY_BYTES: int = setting(1024 * 1024, "a larger request body is refused with 413 before it "
                                         "is parsed")
     RECUR_MAX_PAYLOAD_BYTES: int = setting(64 * 1024, "the largest trigger_payload (compact JSON); larger is "

@@ -61,7 +61,19 @@ def field_errors(errors: Any, prefix: str = "") -> dict[str, list[str]]:
     return flat
 
 
+class RequestDeadline(Exception):  # noqa: N818 - named for what happened, as TimeoutError is
+    """Raised inside a request's thread by the web worker's watchdog (app.serving) when the request has run
+    past RECUR_REQUEST_DEADLINE_SECONDS."""
+
+
 def init_app(app: Flask) -> None:
+    @app.errorhandler(RequestDeadline)
+    def _deadline(exc: RequestDeadline) -> Response:
+        _end_transaction()
+        seconds = current_app.config["RECUR_REQUEST_DEADLINE_SECONDS"]
+        return error_body(503, "request_timeout", f"The request ran past its deadline of {seconds:g} s "
+                          "(RECUR_REQUEST_DEADLINE_SECONDS) and was stopped; nothing it had not committed was kept.")
+
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError) -> Response:
         response = error_body(exc.status, exc.code, exc.message, exc.errors)
