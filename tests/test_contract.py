@@ -222,7 +222,8 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str,
          "--max-examples", examples, "--seed", "20261124",
          "--suppress-health-check", "all", "--report", "vcr", "--report-vcr-path", str(cassette), "--no-color",
          *extra],
-        capture_output=True, text=True, timeout=900, env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false", "SCHEMATHESIS_HOOKS": "tests.contract_hooks"})
+        capture_output=True, text=True, timeout=900,
+        env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false", "SCHEMATHESIS_HOOKS": "tests.contract_hooks"})
     output = result.stdout + result.stderr
     interactions = yaml.safe_load(cassette.read_text())["http_interactions"] if cassette.exists() else []
     operations = {(i["request"]["method"], i["request"]["uri"].split("?")[0]) for i in interactions}
