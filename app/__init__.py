@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask
+from flask import Flask, g
 
 from app import accounts_cli, cli, clock, console, extensions, logs, metrics
 from app.api import document, errors
@@ -14,6 +14,7 @@ from app.notify import guard
 from app.notify import models as notify_models  # noqa: F401  (registers the tables)
 from app.sync import cli as sync_cli
 from app.tasks import load_task_modules
+from app.timing import work
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -34,6 +35,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     load_task_modules(app.config["RECUR_TASK_MODULES"])
 
     errors.init_app(app)
+    # Every request's timing math shares one budget of steps (app.timing.work): no request buys unbounded work.
+    app.before_request(lambda: setattr(g, "timing_budget", work.start()))
+    app.teardown_request(lambda exc: work.stop(g.timing_budget) if "timing_budget" in g else None)
     document.init_app(app)  # the API's blueprint, guarded by app.api.guard, and its OpenAPI document
     cli.init_app(app)
     accounts_cli.init_app(app)

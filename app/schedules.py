@@ -270,7 +270,7 @@ def next_runs(schedule: ScheduledJob, now: datetime, count: int = 10) -> list[da
     first = schedule.next_run_at or planning.first_nominal(schedule, now)
     if first is None or count == 0:
         return []
-    return [first, *timing.preview(planning.spec_of(schedule), first, count - 1)]
+    return [first, *timing.preview(planning.spec_of(schedule), first, count - 1, partial=True)]
 
 
 def _start_new_tick(schedule: ScheduledJob) -> None:

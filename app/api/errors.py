@@ -13,6 +13,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from app.auth import quotas
 from app.extensions import db
+from app.timing.work import WorkExceeded
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,12 @@ class RequestDeadline(Exception):  # noqa: N818 - named for what happened, as Ti
 
 
 def init_app(app: Flask) -> None:
+    @app.errorhandler(WorkExceeded)
+    def _too_much_work(exc: WorkExceeded) -> Response:
+        _end_transaction()
+        return error_body(422, "validation_error", "The timing cannot be decided within the work one request may "
+                          "do.", {exc.field: [exc.message]})
+
     @app.errorhandler(RequestDeadline)
     def _deadline(exc: RequestDeadline) -> Response:
         _end_transaction()

@@ -15,6 +15,7 @@ from app.api.schemas.schedules import ScheduleIn
 from app.api.schemas.workflows import WorkflowIn
 from app.sync.plan import KINDS, Wanted, upstreams
 from app.tasks.declarations import Declaration, DeclarationError, key_of
+from app.timing import work
 
 TIMING_ARGUMENTS = "every, interval, cron, rrule, at or after"
 
@@ -59,7 +60,8 @@ def checked(declaration: Declaration, now: datetime) -> Wanted:
         raise refuse(field_errors(exc.messages)) from None
     if schedule.get("at") is None:  # a one-shot's instant passes; it is checked when it is created or changed
         try:  # the calendar is the owner's, known only at the sync: the timing is checked without it here
-            schedules.preview({**schedule, "calendar_id": None}, now, 1)
+            with work.budget():  # as the API would: a rule it refuses as too sparse, sync refuses too
+                schedules.preview({**schedule, "calendar_id": None}, now, 1)
         except schedules.Invalid as exc:
             raise refuse(exc.errors) from None
     if calendar is not None:

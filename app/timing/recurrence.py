@@ -20,11 +20,13 @@ from .rrulecheck import (
 )
 from .rruledescribe import describe_rrule
 from .rruleparts import RRuleParts, split_rrule
+from .subdaily import UNITS, SubDaily
 from .wallclock import utc_to_wall, wall_to_utc
 
 # Occurrences are looked for up to the end of the supported range (in wall time, a day of slack for the
 # zone's offset); the Spec refuses anything at or after LATEST itself.
 _STOP = LATEST.replace(tzinfo=None) + timedelta(days=1)
+_SECOND = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class RRuleTiming:
     tz: ZoneInfo
     rule: rrule = field(compare=False, repr=False)
     start_is_run: bool = True
+    # HOURLY, MINUTELY and SECONDLY rules are searched a day at a time (subdaily), not by dateutil's walk.
+    subdaily: SubDaily | None = field(default=None, compare=False, repr=False)
     kind: str = "rrule"
     is_one_shot: bool = False
 
@@ -58,11 +62,13 @@ class RRuleTiming:
             raise TimingError("rrule", "expected a single recurrence rule")
         check_satisfiable(rule, parts)
         check_reachable(rule)
-        first = first_occurrence(rule, start)
+        subdaily = SubDaily(rule, _STOP) if rule._freq in UNITS else None
+        first = first_occurrence(rule, start) if subdaily is None else subdaily.next_after(start - _SECOND)
         count = parts.get("COUNT")
         if not start_is_run and count is not None and first == start:
             rule = rule.replace(count=int(count) + 1)  # DTSTART is an occurrence, and not a run
-        return cls(parts, anchor, tz, rule, start_is_run)
+            subdaily = SubDaily(rule, _STOP) if subdaily is not None else None
+        return cls(parts, anchor, tz, rule, start_is_run, subdaily=subdaily)
 
     def next_after(self, instant: datetime) -> datetime | None:
         """First occurrence strictly after `instant` (UNTIL and COUNT honoured), or None.
@@ -73,6 +79,8 @@ class RRuleTiming:
         if not self.start_is_run and instant < self.anchor:
             instant = self.anchor
         wall = utc_to_wall(instant, self.tz)
+        if self.subdaily is not None:
+            return self._next_subdaily(self.subdaily, instant, wall)
         rule = self.rule
         try:
             if self.parts.get("COUNT") is None:
@@ -89,6 +97,19 @@ class RRuleTiming:
                     return candidate
         except DATEUTIL_ERRORS as error:  # a rule that parse() could iterate: not expected, but never a crash
             raise TimingError("rrule", f"the rule cannot be evaluated ({error})") from None
+        return None
+
+    def _next_subdaily(self, subdaily: SubDaily, instant: datetime, wall: datetime) -> datetime | None:
+        occurrence: datetime | None = wall
+        while occurrence is not None:
+            occurrence = subdaily.next_after(occurrence)
+            if occurrence is None or occurrence > _STOP:
+                return None
+            candidate = wall_to_utc(occurrence, self.tz)
+            if self.parts.until_utc is not None and candidate > self.parts.until_utc:
+                return None
+            if candidate > instant:
+                return candidate
         return None
 
     def describe(self) -> str:

@@ -95,6 +95,9 @@ def split_rrule(text: str) -> RRuleParts:
     for key, value in parts:
         if key == "BYDAY":
             _check_byday(value, freq)
+    if "BYSETPOS" in keys and freq in ("HOURLY", "MINUTELY", "SECONDLY"):
+        raise TimingError("rrule", "BYSETPOS is not supported with FREQ=HOURLY, MINUTELY or SECONDLY: use "
+                                   "FREQ=DAILY with BYHOUR, BYMINUTE and BYSETPOS")
     return RRuleParts(tuple(parts), until_utc)
 
 

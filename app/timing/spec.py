@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from . import work
 from .base import Timing
 from .calendar_days import CalendarRule
 from .constraints import Constraints
@@ -18,6 +19,8 @@ from .instants import LATEST, to_utc
 # such a search takes (about half a second; a search that finds a run takes a few steps).
 MAX_RULED_OUT = 2_000
 _SECOND = timedelta(seconds=1)
+# The field a timing's kind is given by: what a WorkExceeded names.
+_FIELDS = {"interval": "interval_seconds", "cron": "cron", "rrule": "rrule", "at": "at"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class Spec:
         if begin is not None and cursor < begin - _SECOND:
             cursor = begin - _SECOND  # nothing before start_at can fire: start looking there
         for _ in range(MAX_RULED_OUT + 1):
+            work.spend(1, _FIELDS.get(self.kind, "timing"))  # each candidate (a request's budget, if any)
             if cursor >= LATEST:
                 return None
             candidate = self.timing.next_after(cursor)
@@ -103,12 +107,19 @@ class Spec:
         return self.kind == "interval" and bool(getattr(self.timing, "whole_days", 0))
 
 
-def preview(spec: Spec, now: datetime, count: int) -> list[datetime]:
-    """The next `count` nominal fire times after `now` (fewer if the schedule runs out)."""
+def preview(spec: Spec, now: datetime, count: int, partial: bool = False) -> list[datetime]:
+    """The next `count` nominal fire times after `now` (fewer if the schedule runs out). With `partial`, the
+    times found before the request's budget of work ran out (work.WorkExceeded otherwise): for pages that
+    show upcoming runs, where fewer is better than none."""
     times: list[datetime] = []
     cursor: datetime | None = to_utc(now, "now")
     while cursor is not None and len(times) < count:
-        cursor = spec.next_after(cursor)
+        try:
+            cursor = spec.next_after(cursor)
+        except work.WorkExceeded:
+            if partial:
+                return times
+            raise
         if cursor is not None:
             times.append(cursor)
     return times
