@@ -30,6 +30,7 @@ from app.background import BACKGROUND_SEEN_MS, background_seen, reconcile_once  
 from app.chain import rows  # noqa: E402
 from app.chain.workers import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
 from app.extensions import connect_redis, db, get_redis, queue_names  # noqa: E402
+from app.jobs import work_process_died  # noqa: E402
 from app.metrics_files import fold_ended  # noqa: E402
 from app.schema import ensure_schema  # noqa: E402
 from app.sync.cli import sync_on_start  # noqa: E402
@@ -64,6 +65,8 @@ class InRecurApp(_RecurWorker):
         # As worker.py's: RQ raises its connection's socket timeout above its blocking dequeue, so the worker
         # dequeues on a client of its own, and the app's client keeps its short deadline.
         kwargs["connection"] = connect_redis(config["REDIS_URL"], config["RECUR_REDIS_TIMEOUT_SECONDS"])
+        if not issubclass(type(self), RecurSimpleWorker):  # a forked work process's death is recorded
+            kwargs["job_died"] = work_process_died
         super().__init__(names, *args, **kwargs)
 
     def work(self, *args: Any, **kwargs: Any) -> bool:

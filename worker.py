@@ -34,6 +34,7 @@ from app.chain.pool import Limits  # noqa: E402
 from app.chain.slots import Slots, default_concurrency  # noqa: E402
 from app.chain.workers import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
 from app.extensions import connect_redis, db, queue_names  # noqa: E402
+from app.jobs import work_process_died  # noqa: E402
 from app.metrics import host_registry  # noqa: E402
 from app.metrics_files import fold_ended  # noqa: E402
 from app.schema import ensure_schema  # noqa: E402
@@ -108,9 +109,9 @@ def main() -> None:
             if args.simple:
                 worker: Any = RecurSimpleWorker(queues, connection=redis, name=slot_name)
             elif args.fork:
-                worker = RecurWorker(queues, connection=redis, name=slot_name)
+                worker = RecurWorker(queues, connection=redis, name=slot_name, job_died=work_process_died)
             else:
-                worker = RecurPoolWorker(queues, connection=redis, name=slot_name,
+                worker = RecurPoolWorker(queues, connection=redis, name=slot_name, job_died=work_process_died,
                                          limits=Limits(max_tasks=args.max_tasks, max_memory_mb=args.max_memory_mb))
             worker.work(with_scheduler=False, burst=burst, logging_level="INFO")
 

@@ -18,7 +18,8 @@ from app import create_app
 from app.chain import horse
 from app.chain.run import complete, execute, prepare
 from app.extensions import db
-from app.outside_runs.job import run_job
+from app.outside_runs.job import record_death, run_job
+from app.outside_runs.queueing import OUTSIDE_FUNC
 
 _fallback_app: Flask | None = None
 
@@ -65,3 +66,10 @@ def _in_app() -> Iterator[None]:
         _fallback_app = create_app()
     with _fallback_app.app_context():
         yield
+
+
+def work_process_died(job: object, worker: str, reason: str, now: datetime) -> None:
+    """What a worker calls when the work process running a job that is not a link dies (app.chain.workers):
+    a run outside the chain is recorded failed with the cause at once (app.outside_runs.job.record_death)."""
+    if getattr(job, "func_name", None) == OUTSIDE_FUNC:
+        record_death(job.kwargs, worker, reason, now)  # type: ignore[attr-defined]

@@ -49,7 +49,7 @@ def test_classify_tells_intended_retries_and_write_offs_from_bodies_that_ran_twi
         (A, 1, 2): ("succeeded", None),
         (A, 2, 0): ("failed", LOST),  # written off although its body started: (a)
         (A, 2, 1): ("succeeded", None),
-        (B, 0, 0): ("failed", "work process died by signal 9 (exit status 9)"),  # written off before its body
+        (B, 0, 0): ("failed", "work process died by signal 9 (SIGKILL)"),  # written off before its body
         (B, 0, 1): ("succeeded", None),
         (B, 1, 0): ("running", None),
     }

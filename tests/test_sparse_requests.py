@@ -34,7 +34,8 @@ def test_sparse_rules_answer_every_request_with_their_runs(client, workflow: int
     schedule_id = created.json["id"]
     shown = client.get(f"/api/v1/schedules/{schedule_id}/")
     assert shown.status_code == 200 and all(lands in t for t in shown.json["next_runs"]), shown.json
-    changed = client.patch(f"/api/v1/schedules/{schedule_id}/", json={"rrule": rule.replace("FREQ=", "INTERVAL=1;FREQ=")})
+    changed = client.patch(f"/api/v1/schedules/{schedule_id}/",
+                           json={"rrule": rule.replace("FREQ=", "INTERVAL=1;FREQ=")})
     assert changed.status_code == 200, changed.json
     explained = client.get(f"/api/v1/schedules/{schedule_id}/explain/?at=2028-06-01T00:00:00Z")
     assert explained.status_code == 200, explained.json

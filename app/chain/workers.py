@@ -10,7 +10,7 @@ import math
 import os
 import select
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ from app.chain.attempt import Attempted
 from app.chain.finish import write_off
 from app.chain.handoff import hand_off
 from app.chain.ids import parse_link_id
-from app.chain.pool import Limits, WorkProcess
+from app.chain.pool import POLL_SECONDS, Limits, WorkProcess, rss_bytes
 from app.chain.redis_links import LINK_FUNC
 from app.chain.run import Prepared, complete, prepare
 from app.extensions import db
@@ -160,12 +160,22 @@ class RecurSimpleWorker(QuietBetweenJobs, SimpleWorker):
 
 
 class RecurWorker(QuietBetweenJobs, Worker):
+    """`worker.py --fork`: a work horse forked for each job. `job_died(job, worker, reason, now)`, given by the
+    entry point (app.jobs.work_process_died), records a job that is not a link whose horse died; links are
+    recorded here."""
+
     _handed: horse.Handed | None = None  # the link whose horse runs now, when this worker prepared it
+
+    def __init__(self, *args: Any, job_died: Callable[[Any, str, str, datetime], None] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.job_died = job_died
 
     def run_job(self, job: Any, queue: Any) -> None:
         """RQ's own execute_job (prepare the execution, fork, monitor, go idle), with the link's database
         and Redis work done here, on this process's warm connections, around the horse: a horse that had
         to open its own connections and fill its own caches spent most of its time doing so."""
+        self._killed_for = None
         execution, handed = self._begin(job, forks=True)
         with self._running(handed):
             self.fork_work_horse(job, queue)
@@ -262,13 +272,22 @@ class RecurWorker(QuietBetweenJobs, Worker):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
+    _killed_for: str | None = None  # why this worker killed the running horse itself, when it did
+
     def handle_work_horse_killed(self, job: Any, retpid: int, ret_val: int, rusage: Any) -> None:
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)  # type: ignore[no-untyped-call]
+        reason, self._killed_for = self._killed_for or death_of(ret_val), None
         parsed = parse_link_id(job.id)
         if parsed is None:
+            if self.job_died is not None:
+                db.session.remove()
+                try:
+                    self.job_died(job, self.name, reason, clock.utcnow())
+                except Exception:  # the reconciler writes the run off when its lease lapses
+                    log.exception("could not record the death of job %s", job.id)
+                finally:
+                    db.session.remove()
             return
-        signal_note = f" by signal {os.WTERMSIG(ret_val)}" if ret_val and os.WIFSIGNALED(ret_val) else ""
-        reason = f"work process died{signal_note} (exit status {ret_val})"
         handed = horse.handed_for(job.id)
         if handed is not None:  # prepared here: _complete records the run it claimed, and only that one
             handed.death = reason
@@ -284,6 +303,21 @@ class RecurWorker(QuietBetweenJobs, Worker):
             log.exception("could not record the death of link %s", job.id)
         finally:
             db.session.remove()
+
+
+def death_of(wait_status: int) -> str:
+    """How a work process ended, from its wait status, in the words the pool's work process uses
+    (app.chain.pool): `work process died by signal 9 (SIGKILL)`, `work process died with exit status 13`."""
+    if os.WIFSIGNALED(wait_status):
+        number = os.WTERMSIG(wait_status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "unknown signal"
+        return f"work process died by signal {number} ({name})"
+    if os.WIFEXITED(wait_status):
+        return f"work process died with exit status {os.WEXITSTATUS(wait_status)}"
+    return f"work process died (wait status {wait_status})"
 
 
 def _exits_before(pid: int, deadline: float) -> bool:
@@ -333,6 +367,21 @@ class RecurPoolWorker(RecurWorker):
             self.work_process.kill()
             return
         super().kill_horse(sig)
+
+    def wait_for_horse(self) -> tuple[int | None, int | None, Any]:
+        """For a job that is not a link (its work horse forked as RQ forks it), the memory limit holds as it
+        does for the work process (--max-memory-mb): the horse is watched every POLL_SECONDS and killed past
+        it, and its run fails saying so."""
+        limit = self.work_process.limits.max_memory_mb
+        if self._handed is None and limit is not None and self.horse_pid:
+            while not _exits_before(self.horse_pid, clock.monotonic() + POLL_SECONDS):
+                rss = rss_bytes(self.horse_pid)
+                if rss is not None and rss > limit * 1024 * 1024:
+                    self._killed_for = (f"work process used {rss // (1024 * 1024)} MB, over the limit of {limit} MB "
+                                        "(--max-memory-mb); it was killed")
+                    self.kill_horse()
+                    break
+        return super().wait_for_horse()
 
     def teardown(self) -> None:
         self.work_process.stop()

@@ -102,6 +102,29 @@ def run_job(schedule_id: str, run_id: str, nominal: datetime, trigger: str, over
         db.session.remove()
 
 
+def record_death(kwargs: dict[str, Any], worker: str, reason: str, now: datetime) -> bool:
+    """The worker saw the work process of this run's job die (a signal, an exit, the OOM killer): the run it
+    started there fails at once, with the cause, rather than when its lease lapses (the reconciler's
+    `worker_lost`, seconds later and wrong: the worker is alive). Only a run this worker started and that is
+    still running (a copy of the job that found it started, or a run cancelled meanwhile, is left as it is);
+    finishing is a compare-and-set, so it is recorded once. True when it recorded the run."""
+    run_id = kwargs["run_id"]
+    run = db.session.get(Run, run_id, populate_existing=True)
+    mine = run is not None and run.status == RunStatus.RUNNING.value and run.worker == worker
+    db.session.rollback()
+    if not mine or finish_run(run_id, RunStatus.FAILED, reason, now) is None:
+        return False
+    running.unlist(run_id)
+    if kwargs.get("backfill_id"):
+        continue_backfill(kwargs["backfill_id"], run_id, now)
+    try:  # its slot of the workflow is free: parked runs need not wait for the next periodic pass
+        start_waiting()
+    except (RedisError, SQLAlchemyError) as exc:  # the periodic pass will
+        log.warning("could not look for parked runs after run %s: %s", run_id, exc)
+    log.warning("%s run %s failed: %s", kwargs.get("trigger"), run_id, reason)
+    return True
+
+
 def _execute(schedule_id: str, run_id: str, nominal: datetime, trigger: str, backfill_id: str | None,
              started: Started) -> str:
     config = current_app.config
