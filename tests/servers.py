@@ -157,7 +157,7 @@ class Process:
 
         self.log_path = log_path
         self._log = open(log_path, "ab")  # noqa: SIM115 (closed in stop)
-        full_env = {**os.environ, **LOOPBACK_EGRESS, **env, "PYTHONUNBUFFERED": "1"}
+        full_env = {**LOOPBACK_EGRESS, **os.environ, **env, "PYTHONUNBUFFERED": "1"}  # a test's own egress wins
         if cwd == ROOT:  # a test's processes share a metrics directory of their own (the default,
             # instance/metrics under the checkout, would be shared by every test run from it)
             full_env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(log_path.parent / "metrics"))

@@ -21,8 +21,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def stack_env() -> dict[str, str]:
-    # the tasks that die; a lease long enough that a write-off could not come first
-    return {"RECUR_TASK_MODULES": "tests.jobs", "RECUR_LEASE_SECONDS": "10"}
+    return {"RECUR_TASK_MODULES": "tests.jobs"}  # the tasks that die
 
 
 def _manual(stack: Stack, task: str, payload: dict[str, Any]) -> tuple[str, str]:
@@ -49,7 +48,7 @@ def test_a_manual_run_whose_work_process_is_killed_fails_at_once_with_the_signal
     run = wait_for(lambda: _ended(stack, schedule_id, run_id), 10, interval=0.05, what="the run to end")
     took = time.monotonic() - killed
     assert (run["status"], run["error"]) == ("failed", "work process died by signal 9 (SIGKILL)"), run
-    assert took < 2, took  # at once, not when its 10 s lease lapses (then it would read worker_lost)
+    assert took < 2, took  # at once, not when its lease lapses (3 s here; then it would read worker_lost)
     assert worker.alive()
     time.sleep(1.5)  # a second record (the reconciler's, once the lease lapsed) would change nothing
     assert [(r["id"], r["status"], r["error"]) for r in stack.api.runs(schedule_id)] == [
