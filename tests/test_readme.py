@@ -202,9 +202,11 @@ def test_the_readme_and_the_docs_examples_run_as_written(shells: tuple[FirstShel
     # The first start: on a fresh database its start-up output ends with the two lines to paste.
     started = first.start(readme[0][1])
     assert started[-2].startswith("export RECUR_URL=http://127.0.0.1:"), started[-5:]
-    assert re.fullmatch(r"export TOKEN=recur_[A-Za-z0-9_-]{43}", started[-1]), started[-5:]
+    assert re.fullmatch(r"export RECUR_TOKEN=recur_[A-Za-z0-9_-]{43}", started[-1]), started[-5:]
     second.run("\n".join(started[-2:]))
-    base, token = second.value("RECUR_URL"), second.value("TOKEN")
+    base, token = second.value("RECUR_URL"), second.value("RECUR_TOKEN")
+    # scripts/up listens on this machine only unless told otherwise (RECUR_BIND_ADDRESS)
+    assert "Listening at: http://127.0.0.1:" in first.output() and "0.0.0.0" not in first.output()
 
     # Quickstart: a workflow, a schedule of three runs two seconds apart, watched until it is done.
     for _, script in readme[1:3]:
