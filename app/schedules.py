@@ -209,9 +209,16 @@ def pause(schedule_id: str, now: datetime, note: str | None = None) -> Scheduled
 
 
 def resume(schedule_id: str, now: datetime) -> ScheduledJob:
+    """A paused schedule goes on; a dead one (its last tick's retries ran out) is revived. Either way it is
+    planned from now, as after a pause: its next tick is the first after now, ticks that fell meanwhile are
+    not run. Reviving keeps the counters and the last error and starts the retries over; the audit trail
+    records it as `revive`, with who and the error it had died of."""
     schedule = _locked(schedule_id)
-    if schedule.status != ScheduleStatus.PAUSED.value:
-        raise Conflict(f"only a paused schedule can be resumed; this one is {schedule.status}")
+    if schedule.status not in (ScheduleStatus.PAUSED.value, ScheduleStatus.DEAD.value):
+        raise Conflict(f"only a paused or dead schedule can be resumed; this one is {schedule.status}")
+    revived = schedule.status == ScheduleStatus.DEAD.value
+    if revived:
+        schedule.current_retry = 0
     schedule.status = ScheduleStatus.ACTIVE.value
     schedule.pause_note = None
     schedule.paused_at = None
@@ -221,7 +228,10 @@ def resume(schedule_id: str, now: datetime) -> ScheduledJob:
         schedule.anchor_at = planning.default_anchor(schedule, now)
     schedule.next_run_at = _first(schedule, now)
     schedule.updated_at = now
-    audit.record(schedule.id, schedule.owner_id, "resume", now)
+    if revived:
+        audit.record(schedule.id, schedule.owner_id, "revive", now, {"from": "dead", "last_error": schedule.last_error})
+    else:
+        audit.record(schedule.id, schedule.owner_id, "resume", now)
     get_redis().ping()
     schedule.health, schedule.late_since = "ok", None  # a new tick: the alert starts over
     schedule.detached_since = None

@@ -270,7 +270,8 @@ def pause(schedule_id: str, note: str | None) -> None:
 @click.argument("schedule_id")
 @json_option
 def resume(schedule_id: str) -> None:
-    """Resume a paused schedule from its next tick after now."""
+    """Resume a paused schedule, or revive a dead one, from its next tick after now (a dead one's retries
+    start over)."""
     schedule = current().client.schedules.resume(schedule_id)
     _done(schedule, f"resumed {schedule['id']}; next run {schedule.get('next_run_at')}")
 

@@ -85,6 +85,45 @@ def test_dead_is_the_default_and_unchanged(chain_app, fake_clock):
     assert row.status == ScheduleStatus.DEAD.value and row.pause_note is None and row.paused_at is None
 
 
+def test_a_dead_schedule_is_revived_from_now_with_its_retries_started_over(chain_app, fake_clock):
+    """resume takes a dead schedule: active again, its next tick the first after now, its retries from 0,
+    its counters and last error kept, recorded as a revive; and its chain runs again."""
+    schedule = _failing(fake_clock.now, interval_seconds=10)
+    step(chain_app, fake_clock)
+    step(chain_app, fake_clock)
+    dead = fresh(schedule.id)
+    assert dead.status == ScheduleStatus.DEAD.value and dead.current_retry > 0
+    counts = (dead.run_count, dead.error_count)
+    fake_clock.advance(minutes=5)  # ticks fall while it is dead: none is run later
+    db.session.rollback()
+
+    schedules.resume(schedule.id, fake_clock.now)
+    row = fresh(schedule.id)
+    assert row.status == ScheduleStatus.ACTIVE.value and row.current_retry == 0
+    assert (row.run_count, row.error_count) == counts and row.last_error == "RuntimeError: boom"
+    planned = row.next_run_at
+    assert planned is not None and planned > fake_clock.now
+    events = db.session.scalars(select(ScheduleEvent).where(ScheduleEvent.schedule_id == schedule.id)
+                                .order_by(ScheduleEvent.id)).all()
+    assert (events[-1].action, events[-1].changes) == ("revive", {"from": "dead", "last_error": "RuntimeError: boom"})
+    db.session.rollback()
+    assert step(chain_app, fake_clock) == planned
+    assert [(r.retry_number, r.status) for r in runs_of(schedule.id)][-1] == (0, "failed")  # it ran again
+
+
+def test_revive_through_the_api(app, client):
+    created = _api_schedule(client)
+    row = fresh(created["id"])
+    row.status, row.next_run_at, row.current_retry = ScheduleStatus.DEAD.value, None, 3
+    db.session.commit()
+    revived = client.post(f"/api/v1/schedules/{created['id']}/resume/")
+    assert revived.status_code == 200 and revived.json["status"] == "active", revived.json
+    assert revived.json["current_retry"] == 0 and revived.json["next_run_at"] is not None
+    events = client.get(f"/api/v1/schedules/{created['id']}/events/").json["items"]
+    assert events[0]["action"] == "revive" and events[0]["actor"], events[0]
+    assert client.post(f"/api/v1/schedules/{created['id']}/resume/").status_code == 400  # active: neither
+
+
 def _api_schedule(client, **fields):
     workflow = client.post("/api/v1/workflows/", json={"name": "wf", "task": "builtin.noop"}).json["id"]
     response = client.post("/api/v1/schedules/", json={"name": "s", "workflow_id": workflow,

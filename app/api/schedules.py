@@ -173,9 +173,11 @@ class ScheduleResume(MethodView):
     @api.response(200, ScheduleDetailOut)
     @api.errors(404, 422)
     def post(self, schedule_id: str) -> Joined:
-        """Resume a schedule
+        """Resume a paused schedule, or revive a dead one
 
-        A schedule whose timing has no run after now is not resumed (422).
+        Planned from now: its next tick is the first after now. A dead schedule (its last tick's retries ran
+        out) starts its retries over, keeps its counters, and is recorded as `revive` in its audit trail. A
+        schedule whose timing has no run after now is not resumed (422); one neither paused nor dead is a 409.
         """
         return detail(serviced(schedules.resume, schedule_or_404(schedule_id).id, clock.utcnow()))
 

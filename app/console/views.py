@@ -248,7 +248,8 @@ def schedule_pause(schedule_id: str) -> BaseResponse:
 @console.post("/schedules/<schedule_id>/resume")
 @session.signed_in
 def schedule_resume(schedule_id: str) -> BaseResponse:
-    return _act(schedule_id, "Resumed.", schedules.resume, clock.utcnow())
+    revived = _owned(schedule_id).status == "dead"
+    return _act(schedule_id, "Revived." if revived else "Resumed.", schedules.resume, clock.utcnow())
 
 
 def _act(schedule_id: str, done: str, call: Any, *args: Any) -> BaseResponse:
