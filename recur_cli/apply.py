@@ -176,7 +176,14 @@ def _done(action: str) -> str:
 def _line(step: Step) -> str:
     head = f"{step.action:9} {step.kind} {step.name}"
     if step.action == UPDATE:
-        changed = "; ".join(f"{name}: {output.text(old)} -> {output.text(new)}"
-                            for name, (old, new) in step.changes.items())
+        changed = "; ".join(f"{name}: {_value(old)} -> {_value(new)}" for name, (old, new) in step.changes.items())
         return f"{head}  ({changed})"
     return head
+
+
+def _value(value: object) -> str:
+    """A side of a change as a reader writes it: a timing compared by its kind, ('interval_seconds', 5400),
+    as `interval_seconds=5400`; anything else as the CLI prints values."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+        return f"{value[0]}={output.text(value[1])}"
+    return output.text(value)

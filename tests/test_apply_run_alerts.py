@@ -28,3 +28,16 @@ def test_apply_plans_the_alerts_on_runs_that_changed_and_nothing_else() -> None:
     applied = {**ON_SERVER, "long_after_seconds": 900, "failing_after": None}
     again = make_plan(load(FILE), workflows, [applied], lambda every: 60, prune=False)
     assert [s.action for s in again.steps if s.kind == "schedule"] == [UNCHANGED]
+
+
+def test_a_changed_timing_reads_as_a_field_and_its_value_not_a_python_tuple() -> None:
+    """`recur apply` printed `('interval_seconds', 5400) -> ('interval_seconds', 7200)`."""
+    from recur_cli.apply import _line
+
+    workflows = [{"id": 1, "name": "reports", "task": "builtin.noop", "max_concurrent_runs": None,
+                  "concurrency_policy": "wait", "breaker_threshold": None, "breaker_reset_seconds": 300, "queue": None}]
+    every = FILE.replace('cron: "0 2 * * *"', "every: 2h").replace("long_after_seconds: 900, ", "")
+    server = {**ON_SERVER, "cron": None, "interval_seconds": 5400, "failing_after": None}
+    plan = make_plan(load(every), workflows, [server], lambda every: 7200, prune=False)
+    (step,) = [s for s in plan.steps if s.kind == "schedule"]
+    assert _line(step).endswith("(every: interval_seconds=5400 -> interval_seconds=7200)"), _line(step)
