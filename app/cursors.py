@@ -67,10 +67,10 @@ def _read(value: str, kind: type) -> Part:
 def up_to(most: int) -> str:
     """A regular expression matching exactly the decimal numbers 0 to `most`, without leading zeros."""
     digits = str(most)
-    shorter = ["0", "[1-9]"] + ([rf"[1-9][0-9]{{1,{len(digits) - 2}}}"] if len(digits) > 2 else [])
     if len(digits) == 1:
         return f"[0-{digits}]"
-    alternatives = [shorter[0], shorter[1]] + shorter[2:]
+    # numbers with fewer digits than `most`: any
+    alternatives = ["0", "[1-9]"] + ([f"[1-9][0-9]{{1,{len(digits) - 2}}}"] if len(digits) > 2 else [])
     # numbers with as many digits as `most`: a prefix of it, then a smaller digit, then anything
     for i, digit in enumerate(digits):
         low = 1 if i == 0 else 0

@@ -14,8 +14,9 @@ from sqlalchemy import create_engine, select, text
 
 from app import clock
 from app.extensions import db
-from app.notify import delivery, outbox, send
+from app.notify import delivery, send
 from app.notify.models import Delivery, DeliveryAttempt
+from tests.deliveries import pending_delivery
 from tests.receiver import Receiver, TricklingReceiver
 from tests.servers import free_port, wait_for
 from tests.tokens import authorized_client, new_owner_token
@@ -36,17 +37,7 @@ def test_a_trickling_receiver_is_cut_off_at_the_deadline() -> None:
 
 def _pending_delivery(app, client, url: str, created_ago: timedelta = timedelta(0)) -> int:  # type: ignore[no-untyped-def]
     app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
-    hook = client.post("/api/v1/webhooks/", json={"url": url, "event_types": ["schedule.paused"]})
-    assert hook.status_code == 201, hook.json
-    flow = client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).json["id"]
-    schedule = client.post("/api/v1/schedules/", json={"name": "s", "workflow_id": flow, "interval_seconds": 3600})
-    outbox.forget(1)
-    assert client.post(f"/api/v1/schedules/{schedule.json['id']}/pause/").status_code == 200
-    row = db.session.scalars(select(Delivery).where(Delivery.webhook_id == hook.json["id"])).one()
-    row.created_at -= created_ago
-    row.next_attempt_at -= created_ago
-    db.session.commit()
-    return int(row.id)
+    return pending_delivery(client, url, created_ago)
 
 
 def _given_up_delivery(app, client, url: str) -> tuple[int, Delivery | None]:  # type: ignore[no-untyped-def]

@@ -14,8 +14,9 @@ from sqlalchemy import select
 from app import clock, create_app
 from app.config import SettingError
 from app.extensions import db
-from app.notify import delivery, guard, outbox
-from app.notify.models import Delivery, DeliveryAttempt
+from app.notify import delivery, guard
+from app.notify.models import DeliveryAttempt
+from tests.deliveries import pending_delivery
 from tests.receiver import Receiver
 from tests.servers import free_port
 
@@ -68,16 +69,6 @@ def test_creating_or_editing_a_webhook_outside_the_allowlist_is_a_422_on_url(app
     assert edit.status_code == 422 and "egress allowlist" in edit.json["errors"]["url"][0], edit.json
 
 
-def _delivery_to(app, client, url: str) -> int:  # type: ignore[no-untyped-def]
-    hook = client.post("/api/v1/webhooks/", json={"url": url, "event_types": ["schedule.paused"]})
-    assert hook.status_code == 201, hook.json
-    flow = client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).json["id"]
-    schedule = client.post("/api/v1/schedules/", json={"name": "s", "workflow_id": flow, "interval_seconds": 3600})
-    outbox.forget(1)
-    assert client.post(f"/api/v1/schedules/{schedule.json['id']}/pause/").status_code == 200
-    return int(db.session.scalars(select(Delivery.id).where(Delivery.webhook_id == hook.json["id"])).one())
-
-
 def test_a_webhook_made_before_the_allowlist_gets_a_failed_attempt_and_no_connection(app, client) -> None:
     """Made to 127.0.0.2 (loopback, its own address) when nothing narrowed egress; the allowlist then names
     127.0.0.1 only. The delivery's attempt fails naming the allowlist, and a socket listening on 127.0.0.2
@@ -87,7 +78,7 @@ def test_a_webhook_made_before_the_allowlist_gets_a_failed_attempt_and_no_connec
     port = listener.getsockname()[1]
     try:
         app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.2"
-        delivery_id = _delivery_to(app, client, f"http://127.0.0.2:{port}/hook")
+        delivery_id = pending_delivery(client, f"http://127.0.0.2:{port}/hook")
         app.config["RECUR_WEBHOOK_EGRESS"] = "127.0.0.1/32"
         delivery.deliver_due(clock.utcnow())
         delivery.wait_idle()
@@ -107,7 +98,7 @@ def test_a_receiver_inside_the_allowlist_is_delivered_to(app, client) -> None:
     try:
         app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
         app.config["RECUR_WEBHOOK_EGRESS"] = LOOPBACK
-        _delivery_to(app, client, receiver.url)
+        pending_delivery(client, receiver.url)
         delivery.deliver_due(clock.utcnow())
         delivery.wait_idle()
         assert receiver.types() == ["schedule.paused"]

@@ -173,15 +173,28 @@ class WorkProcess:
             _pid, status = os.waitpid(pid, 0)
         except ChildProcessError:
             return what
-        if os.WIFSIGNALED(status):
-            return f"{what} by signal {os.WTERMSIG(status)} ({signal.Signals(os.WTERMSIG(status)).name})"
-        return f"{what} with exit status {os.WEXITSTATUS(status)}"
+        return death_of(status, what)
 
     def _forget(self) -> None:
         if self._conn is not None:
             with contextlib.suppress(OSError):
                 self._conn.close()
         self.pid, self._conn = None, None
+
+
+def death_of(wait_status: int, what: str = "work process died") -> str:
+    """How a work process ended, from its wait status: `work process died by signal 9 (SIGKILL)`, `work process
+    died with exit status 13` (the persistent work process's, and a forked work horse's: app.chain.workers)."""
+    if os.WIFSIGNALED(wait_status):
+        number = os.WTERMSIG(wait_status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "unknown signal"
+        return f"{what} by signal {number} ({name})"
+    if os.WIFEXITED(wait_status):
+        return f"{what} with exit status {os.WEXITSTATUS(wait_status)}"
+    return f"{what} (wait status {wait_status})"
 
 
 def _kill_group(pid: int) -> None:

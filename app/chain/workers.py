@@ -26,7 +26,7 @@ from app.chain.attempt import Attempted
 from app.chain.finish import write_off
 from app.chain.handoff import hand_off
 from app.chain.ids import parse_link_id
-from app.chain.pool import POLL_SECONDS, Limits, WorkProcess, rss_bytes
+from app.chain.pool import POLL_SECONDS, Limits, WorkProcess, death_of, rss_bytes
 from app.chain.redis_links import LINK_FUNC
 from app.chain.run import Prepared, complete, prepare
 from app.extensions import db
@@ -303,21 +303,6 @@ class RecurWorker(QuietBetweenJobs, Worker):
             log.exception("could not record the death of link %s", job.id)
         finally:
             db.session.remove()
-
-
-def death_of(wait_status: int) -> str:
-    """How a work process ended, from its wait status, in the words the pool's work process uses
-    (app.chain.pool): `work process died by signal 9 (SIGKILL)`, `work process died with exit status 13`."""
-    if os.WIFSIGNALED(wait_status):
-        number = os.WTERMSIG(wait_status)
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = "unknown signal"
-        return f"work process died by signal {number} ({name})"
-    if os.WIFEXITED(wait_status):
-        return f"work process died with exit status {os.WEXITSTATUS(wait_status)}"
-    return f"work process died (wait status {wait_status})"
 
 
 def _exits_before(pid: int, deadline: float) -> bool:

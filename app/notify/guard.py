@@ -162,11 +162,11 @@ def egress(setting: str | None) -> Egress | None:
 def resolve(url: str, allow_hosts: frozenset[str], allowlist: Egress | None = None) -> Target:
     """The address to connect to for `url`, or Refused (`allowlist`: RECUR_WEBHOOK_EGRESS, when set)."""
     scheme, host, port, path = parse(url)
-    by_address = allowlist is not None and not allowlist.allows_name(host)
-    if allowlist is not None and by_address:  # refused without a lookup where the answer cannot change it
-        literal = _literal(host)
-        if not allowlist.networks or (literal is not None and not allowlist.allows_addresses([literal])):
-            raise _outside(host, allowlist)
+    # A host the allowlist does not name may still pass by its addresses; with no ranges in the list it cannot,
+    # and is refused before any lookup.
+    by_address = allowlist if allowlist is not None and not allowlist.allows_name(host) else None
+    if by_address is not None and not by_address.networks:
+        raise _outside(host, by_address)
     try:
         future = _resolver.submit(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
         infos = future.result(timeout=RESOLVE_TIMEOUT)
@@ -175,21 +175,14 @@ def resolve(url: str, allow_hosts: frozenset[str], allowlist: Egress | None = No
     addresses = [str(info[4][0]) for info in infos]
     if not addresses:
         raise Refused(f"host {host!r} does not resolve")
-    if allowlist is not None and by_address and not allowlist.allows_addresses(addresses):
-        raise _outside(host, allowlist)
+    if by_address is not None and not by_address.allows_addresses(addresses):
+        raise _outside(host, by_address)
     if host not in allow_hosts and _with_port(host, port) not in allow_hosts:
         internal = [a for a in addresses if not _public(a)]
         if internal:
             raise Refused(f"resolves to an internal address ({internal[0]}); list the host in "
                           "RECUR_WEBHOOK_ALLOW_HOSTS to allow it")
     return Target(scheme, host, port, path, addresses[0])
-
-
-def _literal(host: str) -> str | None:
-    try:
-        return str(ipaddress.ip_address(host))
-    except ValueError:
-        return None
 
 
 def _outside(host: str, allowlist: Egress) -> Refused:

@@ -114,13 +114,7 @@ def record_death(kwargs: dict[str, Any], worker: str, reason: str, now: datetime
     db.session.rollback()
     if not mine or finish_run(run_id, RunStatus.FAILED, reason, now) is None:
         return False
-    running.unlist(run_id)
-    if kwargs.get("backfill_id"):
-        continue_backfill(kwargs["backfill_id"], run_id, now)
-    try:  # its slot of the workflow is free: parked runs need not wait for the next periodic pass
-        start_waiting()
-    except (RedisError, SQLAlchemyError) as exc:  # the periodic pass will
-        log.warning("could not look for parked runs after run %s: %s", run_id, exc)
+    _ended(run_id, kwargs.get("backfill_id"), now)
     log.warning("%s run %s failed: %s", kwargs.get("trigger"), run_id, reason)
     return True
 
@@ -140,15 +134,21 @@ def _execute(schedule_id: str, run_id: str, nominal: datetime, trigger: str, bac
         }
         status, error, captured = execute_task(started.task, event, started.timeout_seconds)
         finish_run(run_id, status, error, clock.utcnow(), captured=captured)
+    _ended(run_id, backfill_id, clock.utcnow())
+    log.info("%s run %s %s", trigger, run_id, status.value)
+    return status.value
+
+
+def _ended(run_id: str, backfill_id: str | None, now: datetime) -> None:
+    """After a run's outcome is recorded: no longer listed as running, its backfill goes on, and parked runs
+    are looked at (a slot may have freed: they need not wait for the next periodic pass)."""
     running.unlist(run_id)
     if backfill_id:
-        continue_backfill(backfill_id, run_id, clock.utcnow())
-    try:  # a slot may have freed: parked runs need not wait for the next periodic pass
+        continue_backfill(backfill_id, run_id, now)
+    try:
         start_waiting()
     except (RedisError, SQLAlchemyError) as exc:  # the periodic pass will
         log.warning("could not look for parked runs after run %s: %s", run_id, exc)
-    log.info("%s run %s %s", trigger, run_id, status.value)
-    return status.value
 
 
 def _start(schedule_id: str, run_id: str, nominal: datetime, trigger: str, overlap: str | None,

@@ -3,6 +3,7 @@ wallclock maps them to UTC with the gap/fold rules (same as cron).
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -79,31 +80,23 @@ class RRuleTiming:
         if not self.start_is_run and instant < self.anchor:
             instant = self.anchor
         wall = utc_to_wall(instant, self.tz)
-        if self.subdaily is not None:
-            return self._next_subdaily(self.subdaily, instant, wall)
+        if self.subdaily is not None:  # outside the try: its WorkExceeded is a ValueError dateutil's are not
+            return self._first_past(self.subdaily.after(wall), instant)
         rule = self.rule
         try:
             if self.parts.get("COUNT") is None:
                 start = rebased_start(rule, wall)
                 if start is not None:
                     rule = rule.replace(dtstart=start)
-            for occurrence in rule.xafter(wall, inc=False):
-                if occurrence > _STOP:
-                    return None
-                candidate = wall_to_utc(occurrence, self.tz)
-                if self.parts.until_utc is not None and candidate > self.parts.until_utc:
-                    return None
-                if candidate > instant:
-                    return candidate
+            return self._first_past(rule.xafter(wall, inc=False), instant)
         except DATEUTIL_ERRORS as error:  # a rule that parse() could iterate: not expected, but never a crash
             raise TimingError("rrule", f"the rule cannot be evaluated ({error})") from None
-        return None
 
-    def _next_subdaily(self, subdaily: SubDaily, instant: datetime, wall: datetime) -> datetime | None:
-        occurrence: datetime | None = wall
-        while occurrence is not None:
-            occurrence = subdaily.next_after(occurrence)
-            if occurrence is None or occurrence > _STOP:
+    def _first_past(self, occurrences: Iterator[datetime], instant: datetime) -> datetime | None:
+        """The first of these wall-time occurrences that falls after `instant` in UTC (a wall time in a fold
+        can map to before it), or None past the supported range or UNTIL."""
+        for occurrence in occurrences:
+            if occurrence > _STOP:
                 return None
             candidate = wall_to_utc(occurrence, self.tz)
             if self.parts.until_utc is not None and candidate > self.parts.until_utc:

@@ -16,6 +16,7 @@ BYSETPOS, which selects within one hour, minute or second, is refused with these
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterator
 from datetime import date, datetime, time, timedelta
 
 from dateutil.rrule import DAILY, HOURLY, MINUTELY, SECONDLY, rrule
@@ -55,6 +56,13 @@ class SubDaily:
             i = bisect_right(counted, wall)
             return counted[i] if i < len(counted) else None
         return self._scan(max(lower, self.start))
+
+    def after(self, wall: datetime) -> Iterator[datetime]:
+        """Its occurrences strictly after `wall`, in order (each found when asked for)."""
+        occurrence = self.next_after(wall)
+        while occurrence is not None:
+            yield occurrence
+            occurrence = self.next_after(occurrence)
 
     def _all_counted(self) -> list[datetime]:
         """A rule with COUNT: all its occurrences (at most rruleparts.MAX_COUNT), found once."""

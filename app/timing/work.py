@@ -40,11 +40,11 @@ _current: ContextVar[_Budget | None] = ContextVar("recur_timing_budget", default
 @contextmanager
 def budget(steps: int = REQUEST_STEPS) -> Iterator[None]:
     """Hold every timing evaluation inside the block to `steps` in all."""
-    token = _current.set(_Budget(steps, steps))
+    token = start(steps)
     try:
         yield
     finally:
-        _current.reset(token)
+        stop(token)
 
 
 def start(steps: int = REQUEST_STEPS) -> object:
