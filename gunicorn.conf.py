@@ -10,7 +10,7 @@ def on_starting(server):  # type: ignore[no-untyped-def]
     """The files of processes that ended before this start are folded into the host's archive."""
     import os
 
-    from app.metrics_files import fold_ended
+    from app.infra.metrics_files import fold_ended
 
     fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 

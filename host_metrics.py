@@ -1,6 +1,6 @@
 """The default of PROMETHEUS_MULTIPROC_DIR for the entry points (wsgi.py, worker.py, gunicorn.conf.py): the
 processes of one host keep their metrics in `instance/metrics` under the checkout, so a scrape of any web
-process adds up what they all counted (app.metrics_files). Set before anything imports prometheus-client,
+process adds up what they all counted (app.infra.metrics_files). Set before anything imports prometheus-client,
 which reads the variable once, when it is imported; a value given in the environment is kept."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ units, supervisor, rq's options):
     rq worker -w rq_worker.SimpleWorker --url "$REDIS_URL" recur # tasks in the worker process (rq's SimpleWorker)
     python background.py                                         # the background process, started on its own
 
-Each class is the worker `python worker.py` runs (app.chain.workers: the claim before the task, the outcome
+Each class is the worker `python worker.py` runs (app.workers.worker: the claim before the task, the outcome
 recorded and the successor handed off after it, a dying task recorded as a failure, Redis going away outlived),
 inside Recur's app, with worker.py's start: the schema brought up to date, the declarations synced when
 RECUR_SYNC_ON_START asks, a recovery pass. What worker.py runs beside its RQ worker (moving due links,
@@ -26,14 +26,14 @@ use_host_directory()  # before app imports prometheus-client
 
 import app.chain.link  # noqa: E402,F401  (imported once here, not by every work horse)
 from app import create_app  # noqa: E402
-from app.background import BACKGROUND_SEEN_MS, background_seen, reconcile_once  # noqa: E402
 from app.chain import rows  # noqa: E402
-from app.chain.workers import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
-from app.extensions import connect_redis, db, get_redis, queue_names  # noqa: E402
+from app.cli.declarations import sync_on_start  # noqa: E402
+from app.infra.extensions import connect_redis, db, get_redis, queue_names  # noqa: E402
+from app.infra.metrics_files import fold_ended  # noqa: E402
 from app.jobs import work_process_died  # noqa: E402
-from app.metrics_files import fold_ended  # noqa: E402
-from app.schema import ensure_schema  # noqa: E402
-from app.sync.cli import sync_on_start  # noqa: E402
+from app.services.schema import ensure_schema  # noqa: E402
+from app.workers.background import BACKGROUND_SEEN_MS, background_seen, reconcile_once  # noqa: E402
+from app.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
 
 log = logging.getLogger("recur.rq_worker")
 
@@ -45,7 +45,7 @@ else:
 
 class InRecurApp(_RecurWorker):
     """What worker.py does around its RQ worker, for a worker class `rq worker` builds. Mixed in before one
-    of app.chain.workers' classes.
+    of app.workers.worker' classes.
 
     The worker takes links through Recur's own Redis client on REDIS_URL (its timeouts, Sentinel, TLS), as
     the claim and the hand-off do: rq's connection (`--url`) only builds the queues' names here, so give rq

@@ -28,17 +28,17 @@ from prometheus_client import start_http_server  # noqa: E402
 
 import app.chain.link  # noqa: E402,F401  (imported once here, not by every work horse)
 from app import create_app  # noqa: E402
-from app.background import background_process_main, reconcile_once  # noqa: E402
 from app.chain import rows  # noqa: E402
-from app.chain.pool import Limits  # noqa: E402
-from app.chain.slots import Slots, default_concurrency  # noqa: E402
-from app.chain.workers import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
-from app.extensions import connect_redis, db, queue_names  # noqa: E402
+from app.cli.declarations import sync_on_start  # noqa: E402
+from app.infra.extensions import connect_redis, db, queue_names  # noqa: E402
+from app.infra.metrics_files import fold_ended  # noqa: E402
 from app.jobs import work_process_died  # noqa: E402
 from app.metrics import host_registry  # noqa: E402
-from app.metrics_files import fold_ended  # noqa: E402
-from app.schema import ensure_schema  # noqa: E402
-from app.sync.cli import sync_on_start  # noqa: E402
+from app.services.schema import ensure_schema  # noqa: E402
+from app.workers.background import background_process_main, reconcile_once  # noqa: E402
+from app.workers.pool import Limits  # noqa: E402
+from app.workers.slots import Slots, default_concurrency  # noqa: E402
+from app.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
 
 log = logging.getLogger("recur.worker")
 

@@ -6,13 +6,14 @@ from typing import Any
 
 from flask import Flask, g
 
-from app import accounts_cli, cli, clock, console, extensions, logs, metrics
+from app import console, metrics
 from app.api import document, errors
 from app.calendars import models as calendar_models  # noqa: F401  (registers the table)
-from app.config import INSTANCE_DIR, SettingError, Settings, flask_config
+from app.cli import commands, declarations, owners
+from app.infra import clock, extensions, logs
+from app.infra.config import INSTANCE_DIR, SettingError, Settings, flask_config
 from app.notify import guard
 from app.notify import models as notify_models  # noqa: F401  (registers the tables)
-from app.sync import cli as sync_cli
 from app.tasks import load_task_modules
 from app.timing import work
 
@@ -38,10 +39,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # Every request's timing math shares one budget of steps (app.timing.work): no request buys unbounded work.
     app.before_request(lambda: setattr(g, "timing_budget", work.start()))
     app.teardown_request(lambda exc: work.stop(g.timing_budget) if "timing_budget" in g else None)
-    document.init_app(app)  # the API's blueprint, guarded by app.api.guard, and its OpenAPI document
-    cli.init_app(app)
-    accounts_cli.init_app(app)
-    sync_cli.init_app(app)
+    document.init_app(app)  # the API's blueprint, guarded by app.api.authentication, and its OpenAPI document
+    commands.init_app(app)
+    owners.init_app(app)
+    declarations.init_app(app)
     metrics.init_app(app)
     console.init_app(app)
     return app

@@ -15,11 +15,11 @@ from flask import Flask, has_app_context
 from rq import get_current_job
 
 from app import create_app
-from app.chain import horse
 from app.chain.run import complete, execute, prepare
-from app.extensions import db
-from app.outside_runs.job import record_death, run_job
-from app.outside_runs.queueing import OUTSIDE_FUNC
+from app.infra.extensions import db
+from app.services.outside_runs.job import record_death, run_job
+from app.services.outside_runs.queueing import OUTSIDE_FUNC
+from app.workers import horse
 
 _fallback_app: Flask | None = None
 
@@ -69,7 +69,7 @@ def _in_app() -> Iterator[None]:
 
 
 def work_process_died(job: object, worker: str, reason: str, now: datetime) -> None:
-    """What a worker calls when the work process running a job that is not a link dies (app.chain.workers):
-    a run outside the chain is recorded failed with the cause at once (app.outside_runs.job.record_death)."""
+    """What a worker calls when the work process running a job that is not a link dies (app.workers.worker):
+    a run outside the chain is recorded failed with the cause at once (app.services.outside_runs.job.record_death)."""
     if getattr(job, "func_name", None) == OUTSIDE_FUNC:
         record_death(job.kwargs, worker, reason, now)  # type: ignore[attr-defined]

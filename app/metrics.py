@@ -2,7 +2,7 @@
 from the database and Redis at scrape time (schedules by status, queue depth, workers), served at GET /metrics.
 
 With PROMETHEUS_MULTIPROC_DIR set (a directory shared by the web and worker processes of one host; the entry
-points default it to instance/metrics, see app.metrics_files) prometheus-client keeps each process's values in
+points default it to instance/metrics, see app.infra.metrics_files) prometheus-client keeps each process's values in
 files there and /metrics adds them up; without it, /metrics shows the answering process's own values.
 Labels are bounded: status, trigger, reason, state, queue, workflow_id, table; never a schedule or run id,
 and never a name an owner typed (/metrics may be open to anyone: it shows counts, not what owners called
@@ -33,9 +33,9 @@ from prometheus_client.registry import Collector
 from rq import Worker
 from sqlalchemy import column, func, literal_column, select, table
 
-from app import clock, metrics_files
-from app.extensions import db, get_redis, queue_depths
-from app.models import ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
+from app.infra import clock, metrics_files
+from app.infra.extensions import db, get_redis, queue_depths
+from app.models import Schedule, ScheduleStatus, UTCDateTime, Workflow
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +76,13 @@ def alerted(event_type: str) -> None:
 
 PRUNED = Counter("recur_pruned_rows_total", "Rows the retention pass deleted, by table.", ["table"])
 # Since when (epoch seconds on the cluster clock: the start of the first such pass) every pruning pass has
-# stopped at its limit with rows past retention left; written and deleted by app.background's pruning pass,
+# stopped at its limit with rows past retention left; written and deleted by app.workers.background's pruning pass,
 # read at scrape time as recur_pruning_behind_seconds.
 PRUNE_BEHIND_KEY = "recur:prune-behind-since"
 
 
 def pruned(rows: dict[str, int]) -> None:
-    """`rows`: table -> rows deleted, from app.retention (its TABLES: a fixed set of names)."""
+    """`rows`: table -> rows deleted, from app.services.retention (its TABLES: a fixed set of names)."""
     for name, count in rows.items():
         PRUNED.labels(table=name).inc(count)
 
@@ -124,7 +124,7 @@ class StateCollector(Collector):
         schedules = GaugeMetricFamily("recur_schedules", "Schedules by status.", labels=["status"])
         counts = {status.value: 0 for status in ScheduleStatus}
         counts.update(dict(db.session.execute(  # type: ignore[arg-type,unused-ignore]
-            select(ScheduledJob.status, func.count()).group_by(ScheduledJob.status)).all()))
+            select(Schedule.status, func.count()).group_by(Schedule.status)).all()))
         db.session.rollback()
         for status, count in sorted(counts.items()):
             schedules.add_metric([status], count)
@@ -141,14 +141,14 @@ class StateCollector(Collector):
         yield breakers
         alerts = GaugeMetricFamily("recur_schedules_late", "Schedules whose missed-run alert has fired.")
         # 'late' written inline: SQLite matches a partial index's WHERE (ix_scheduled_jobs_late) only to a literal.
-        alerts.add_metric([], db.session.scalar(select(func.count()).select_from(ScheduledJob)
-                                                .where(ScheduledJob.health == literal_column("'late'"))) or 0)
+        alerts.add_metric([], db.session.scalar(select(func.count()).select_from(Schedule)
+                                                .where(Schedule.health == literal_column("'late'"))) or 0)
         db.session.rollback()
         yield alerts
         failing = GaugeMetricFamily("recur_schedules_failing", "Schedules whose failure-streak alert has fired "
                                     "(schedule.failing, until a run succeeds).")
-        failing.add_metric([], db.session.scalar(select(func.count()).select_from(ScheduledJob)
-                                                 .where(ScheduledJob.failing_since.is_not(None))) or 0)
+        failing.add_metric([], db.session.scalar(select(func.count()).select_from(Schedule)
+                                                 .where(Schedule.failing_since.is_not(None))) or 0)
         db.session.rollback()
         yield failing
 

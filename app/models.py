@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.extensions import db
+from app.infra.extensions import db
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -81,7 +81,7 @@ class RunTrigger(StrEnum):
     CATCH_UP = "catch_up"  # a tick missed while nothing ran it, run by the catch_up policy
     MANUAL = "manual"  # POST /schedules/{id}/trigger/
     BACKFILL = "backfill"  # POST /schedules/{id}/backfill/
-    AFTER = "after"  # another schedule's run ended (the schedule's `after`; app.chain.followers)
+    AFTER = "after"  # another schedule's run ended (the schedule's `after`; app.chain.follow)
 
 
 class ConcurrencyPolicy(StrEnum):
@@ -122,7 +122,7 @@ class Workflow(db.Model):  # type: ignore[name-defined,misc]
     queue: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
-class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
+class Schedule(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "scheduled_jobs"
     # The reconciler walks active schedules in id order, a batch at a time: with (status, id) each batch is
     # one index range. With status alone, SQLite sorted every active row again for each batch (quadratic:
@@ -223,7 +223,7 @@ class ScheduledJob(db.Model):  # type: ignore[name-defined,misc]
         ForeignKey("calendars.id", name="fk_scheduled_jobs_calendar_id"), nullable=True, index=True)
     on_calendar: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
-    # Runs that follow another schedule's runs (app.follows, app.chain.followers): the upstream schedule (same
+    # Runs that follow another schedule's runs (app.services.follow, app.chain.follow): the upstream schedule (same
     # owner; no foreign key, so deleting it leaves this schedule simply never triggered), which of its outcomes
     # trigger (succeeded, failed, ended), after how many seconds, and only_between's window for the trigger.
     after_schedule_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
@@ -312,7 +312,7 @@ class BreakerTransition(db.Model):  # type: ignore[name-defined,misc]
     """The append-only history of a workflow's circuit breaker."""
 
     __tablename__ = "breaker_transitions"
-    # A workflow's breaker as it stood at a time (app.explain): one range of (workflow_id, at).
+    # A workflow's breaker as it stood at a time (app.services.explain): one range of (workflow_id, at).
     __table_args__ = (Index("ix_breaker_transitions_workflow_at", "workflow_id", "at"),
                       {"sqlite_autoincrement": True})
 
@@ -364,7 +364,7 @@ class TriggerRequest(db.Model):  # type: ignore[name-defined,misc]
 
 
 class FollowTrigger(db.Model):  # type: ignore[name-defined,misc]
-    """An upstream run's end that triggers a run of a schedule following it (app.chain.followers), written in
+    """An upstream run's end that triggers a run of a schedule following it (app.chain.follow), written in
     the transaction that records the upstream outcome. Unique on (downstream, upstream run): never doubled.
     pending until its run (attempt `attempt`, id `run_id`) ends, then done, or pending again for a retry;
     skipped when the follower was paused, the time outside its window, or the run skipped by overlap."""

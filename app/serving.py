@@ -30,7 +30,7 @@ from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
 
 from app.api.errors import RequestDeadline
-from app.config import Settings
+from app.infra.config import Settings
 
 log = logging.getLogger("recur.serving")
 GRACE_SECONDS = 5.0  # after the deadline, for a request to end once RequestDeadline is raised in it

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import insert, text
 
-from app.extensions import db
-from app.models import ScheduledJob, ScheduleStatus
+from app.infra.extensions import db
+from app.models import Schedule, ScheduleStatus
 from bench.stack import ADMIN_OWNER_ID, RecurEnv
 
 # Each schedule's runs, one every `spacing` seconds, span about four weeks up to the end of the history.
@@ -86,7 +86,7 @@ def insert_history(env: RecurEnv, workflow_id: int, shape: Shape, end: datetime)
             spacing = group.spacing
             anchor = group.started(end, group.runs)
             following = anchor + timedelta(seconds=spacing * math.ceil(30 * 86_400 / spacing))
-            db.session.execute(insert(ScheduledJob), [{
+            db.session.execute(insert(Schedule), [{
                 "id": schedule_id(index), "name": f"history-{index}", "workflow_id": workflow_id,
                 "owner_id": ADMIN_OWNER_ID, "interval_seconds": spacing, "anchor_at": anchor,
                 "anchor_explicit": False, "timezone": "UTC", "day_or": True, "jitter_seconds": 0,

@@ -24,8 +24,8 @@ from prometheus_client import CollectorRegistry, multiprocess
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from app import cursors
-from app.background import PRUNED_KEY
+from app.infra import cursors
+from app.workers.background import PRUNED_KEY
 from bench.big_history import Group, Shape, insert_history, run_id, schedule_id
 from bench.cpu import measure_links
 from bench.lateness import SETUP_SECONDS, steady_due

@@ -29,10 +29,10 @@ from rq import Queue
 from rq.registry import FinishedJobRegistry
 from sqlalchemy import update
 
-from app.chain.slots import default_concurrency
-from app.config import Settings
-from app.extensions import db
-from app.models import ScheduledJob
+from app.infra.config import Settings
+from app.infra.extensions import db
+from app.models import Schedule
+from app.workers.slots import default_concurrency
 from bench.lateness import SETUP_SECONDS, steady_due
 from bench.procfs import resident_mb, with_descendants
 from bench.stack import BASELINE_QUEUE, Bench, RecurEnv, stop_all, utc, wait_workers, web
@@ -169,8 +169,8 @@ def load(bench: Bench, spec: dict[str, Any], name: str, concurrency: int | None,
             with env.context():
                 for index in range(slow_count):
                     db.session.execute(
-                        update(ScheduledJob)
-                        .where((ScheduledJob.workflow_id == slow_workflow) & (ScheduledJob.name == f"bench-{index}"))
+                        update(Schedule)
+                        .where((Schedule.workflow_id == slow_workflow) & (Schedule.name == f"bench-{index}"))
                         .values(trigger_payload={"seconds": slow_seconds(index, slow_count, low, high)},
                                 queue=SLOW_QUEUE if own_queue else None))
                 db.session.commit()

@@ -18,9 +18,9 @@ from rq import SimpleWorker
 def main() -> None:
     from pyinstrument import Profiler
 
-    from app import clock
     from app.chain.mover import Mover
-    from app.extensions import db, get_queue, get_redis
+    from app.infra import clock
+    from app.infra.extensions import db, get_queue, get_redis
     from bench.stack import Bench, utc
 
     logging.disable(logging.WARNING)

@@ -15,11 +15,11 @@ from rq import Queue
 from rq.registry import ScheduledJobRegistry
 from sqlalchemy import select
 
-from app.background import reconcile_once
 from app.chain.ids import link_id
 from app.chain.mover import Mover
-from app.extensions import db
-from app.models import ScheduledJob, ScheduleStatus
+from app.infra.extensions import db
+from app.models import Schedule, ScheduleStatus
+from app.workers.background import reconcile_once
 from bench.stack import BASELINE_QUEUE, Bench, utc
 from bench.tasks import noop
 
@@ -73,7 +73,7 @@ def _pass_beside_backlog(env: Any, redis: Any, after_all_due: Any) -> dict[str, 
     """Every link moved onto the queue, then a pass a minute later: each link is queued long ago (past
     the in-hand grace), so only the queue list itself says it is pending. A pass that searched the list
     once per link would be quadratic here."""
-    from app.recovery import reconcile
+    from app.services.reconcile import reconcile
 
     queue = Queue("recur", connection=redis)
     queued = Mover(redis, queue).move_due(after_all_due)
@@ -98,8 +98,8 @@ def _pass_floor(env: Any, redis: Any) -> float:
     started = time.monotonic()
     with env.context():
         rows = db.session.execute(
-            select(ScheduledJob.id, ScheduledJob.current_repeat, ScheduledJob.current_retry)
-            .where(ScheduledJob.status == ScheduleStatus.ACTIVE.value)
+            select(Schedule.id, Schedule.current_repeat, Schedule.current_retry)
+            .where(Schedule.status == ScheduleStatus.ACTIVE.value)
         ).all()
         db.session.rollback()
     for offset in range(0, len(rows), 1000):

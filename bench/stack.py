@@ -25,11 +25,11 @@ from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import Engine, make_url
 
 from app import create_app
-from app.chain.slots import default_concurrency
-from app.config import Settings
-from app.extensions import db
-from app.models import ScheduledJob, ScheduleStatus, Workflow
-from app.schema import ensure_schema
+from app.infra.config import Settings
+from app.infra.extensions import db
+from app.models import Schedule, ScheduleStatus, Workflow
+from app.services.schema import ensure_schema
+from app.workers.slots import default_concurrency
 from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
 
 BASELINE_QUEUE = "bench"
@@ -184,12 +184,12 @@ class RecurEnv:
                         "next_run_at": first, "run_count": 0, "error_count": 0, "revision": 0,
                         "created_at": now, "updated_at": now,
                     })
-                db.session.execute(insert(ScheduledJob), rows)
+                db.session.execute(insert(Schedule), rows)
                 db.session.commit()
 
     def reconcile(self) -> dict[str, Any]:
-        from app import clock
-        from app.recovery import reconcile
+        from app.infra import clock
+        from app.services.reconcile import reconcile
 
         with self.context():
             started = time.monotonic()

@@ -8,7 +8,7 @@ from flask import current_app
 # access to the values within the .ini file in use.
 config = context.config
 
-# Interpret the config file for Python logging, unless the process has set up its own (app.logs: a worker
+# Interpret the config file for Python logging, unless the process has set up its own (app.infra.logs: a worker
 # or web process migrating at start keeps its format, JSON included).
 if not logging.getLogger().handlers:
     fileConfig(config.config_file_name, disable_existing_loggers=False)

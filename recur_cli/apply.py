@@ -15,10 +15,12 @@ from typing import Any, cast
 import click
 
 from recur_cli import apply_calendars, output
-from recur_cli.applyfile import ApplyFile, FileError, load
+from recur_cli.applyfile import ApplyFile, load
 from recur_cli.client import ApiError, Client
 from recur_cli.context import current, json_option
-from recur_cli.plan import CREATE, DELETE, UNCHANGED, UPDATE, Plan, Step, interval_from_preview, make_plan
+from recur_cli.filetypes import FileError
+from recur_cli.plan import Plan, interval_from_preview, make_plan
+from recur_cli.steps import CREATE, DELETE, UNCHANGED, UPDATE, Step
 
 
 @click.command("apply")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from recur_cli.applyfile import FileError, jsonable
-from recur_cli.plan import CREATE, DELETE, UNCHANGED, UPDATE, Step
+from recur_cli.filetypes import FileError, jsonable
+from recur_cli.steps import CREATE, DELETE, UNCHANGED, UPDATE, Step
 from recur_client import ApiError, Client
 
 CALENDAR_FIELDS = ("country", "subdivision", "first_year", "last_year", "dates", "removed")

@@ -8,19 +8,17 @@ checked here for its shape only (keys, names, references); the API checks each v
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime
 from typing import Any
 
 import yaml
+
+from recur_cli.apply_calendars import calendars_of
+from recur_cli.filetypes import FileError, jsonable
 
 # Relative to the moment it is applied, so a second apply would always see a change: files use `at`.
 NOT_IN_FILES = {"after_seconds": "give `at` (an instant) instead: after_seconds would move on every apply",
                 "workflow_id": "name the workflow with `workflow: NAME` (ids differ between servers)",
                 "calendar_id": "name the calendar with `calendar: NAME` (ids differ between servers)"}
-
-
-class FileError(Exception):
-    """The file cannot be applied as it is; the message says where."""
 
 
 @dataclass
@@ -90,7 +88,6 @@ def load(text: str, source: str = "the file") -> ApplyFile:
     twice = sorted({u for u in urls if urls.count(u) > 1})
     if twice:
         raise FileError(f"webhook URLs listed more than once: {twice} (give one entry all its event types)")
-    from recur_cli.apply_calendars import calendars_of  # it builds on this module's FileError and jsonable
 
     return ApplyFile(workflows, schedules, webhooks, "webhooks" in document, calendars_of(document),
                      "calendars" in document)
@@ -145,16 +142,3 @@ def _webhook(item: Any, index: int) -> WebhookSpec:
     if not isinstance(types, list) or not types or not all(isinstance(t, str) and t for t in types):
         raise FileError(f"{where} ({url}): `event_types` must be a non-empty list of event types")
     return WebhookSpec(url, sorted(set(types)))
-
-
-def jsonable(value: Any) -> Any:
-    """YAML's own types as JSON: dates and times (YAML reads 2026-12-01T09:00:00Z as one) as ISO 8601."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [jsonable(v) for v in value]
-    return value

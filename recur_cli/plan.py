@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from recur_cli.apply_calendars import calendar_change, calendar_steps, pruned_calendar_steps
 from recur_cli.applyfile import ApplyFile, WebhookSpec
+from recur_cli.steps import CREATE, DELETE, UNCHANGED, UPDATE, Step
 
-CREATE, UPDATE, DELETE, UNCHANGED = "create", "update", "delete", "unchanged"
 _INSTANTS = ("at", "anchor_date", "start_at", "end_at")
 _KINDS = ("interval_seconds", "cron", "rrule", "at")
 # A workflow's policies as the server makes them when none is given (WorkflowIn's fields left out): what
@@ -26,30 +27,6 @@ _KINDS = ("interval_seconds", "cron", "rrule", "at")
 # server's new workflow.
 POLICY_DEFAULTS: dict[str, Any] = {"max_concurrent_runs": None, "concurrency_policy": "wait",
                                    "breaker_threshold": None, "breaker_reset_seconds": 300, "queue": None}
-
-
-@dataclass
-class Step:
-    kind: str  # "workflow", "webhook" or "schedule"
-    name: str  # a workflow's name, a webhook's URL, a schedule's key
-    action: str
-    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field: (now, after)
-    body: dict[str, Any] = field(default_factory=dict)  # what is sent (create, update)
-    target: Any = None  # the server's id (update, delete)
-    workflow: str | None = None  # a schedule's workflow, by name
-    secret: str | None = None  # a created webhook's signing secret: the one time the server shows it
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "name": self.name, "action": self.action}
-        if self.target is not None:
-            out["id"] = self.target
-        if self.action == UPDATE:
-            out["changes"] = {k: {"from": old, "to": new} for k, (old, new) in self.changes.items()}
-        if self.action == CREATE:
-            out["fields"] = self.body
-        if self.secret is not None:
-            out["secret"] = self.secret
-        return out
 
 
 @dataclass
@@ -70,7 +47,6 @@ def make_plan(wanted: ApplyFile, workflows: list[dict[str, Any]], schedules: lis
     """`workflows`, `schedules` and `webhooks` are the owner's own, as the API lists them; `interval_of(every)`
     asks the server what interval an `every` text stands for. Steps come workflows first, then webhooks,
     then schedules: the order they are carried out in."""
-    from recur_cli.apply_calendars import calendar_change, calendar_steps, pruned_calendar_steps  # on Step
     from recur_cli.apply_follows import after_change, upstream_first
 
     steps: list[Step] = []

@@ -11,10 +11,10 @@ from rq import SimpleWorker
 from rq.registry import ScheduledJobRegistry
 from sqlalchemy import select
 
-from app import schedules
 from app.chain.mover import Mover
-from app.extensions import db, get_queue, get_redis
-from app.models import Run, ScheduledJob, Workflow
+from app.infra.extensions import db, get_queue, get_redis
+from app.models import Run, Schedule, Workflow
+from app.services import schedules
 
 
 def make_workflow(task: str = "builtin.noop") -> int:
@@ -24,7 +24,7 @@ def make_workflow(task: str = "builtin.noop") -> int:
     return workflow.id
 
 
-def make_schedule(now: datetime, task: str = "builtin.noop", **fields: Any) -> ScheduledJob:
+def make_schedule(now: datetime, task: str = "builtin.noop", **fields: Any) -> Schedule:
     """Create through the same code path as the API; returns a detached snapshot of the new row."""
     data = {"name": fields.pop("name", "test"), "workflow_id": make_workflow(task), "owner_id": 1, **fields}
     schedule = schedules.create(data, now)
@@ -73,8 +73,8 @@ def runs_of(schedule_id: str) -> list[Run]:
     return list(rows)
 
 
-def fresh(schedule_id: str) -> ScheduledJob:
+def fresh(schedule_id: str) -> Schedule:
     db.session.expire_all()
-    schedule = db.session.get(ScheduledJob, schedule_id)
+    schedule = db.session.get(Schedule, schedule_id)
     assert schedule is not None
     return schedule

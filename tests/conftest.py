@@ -13,9 +13,10 @@ import pytest
 from flask import Flask
 from redis import Redis
 
-from app import clock, create_app
-from app.extensions import db
-from app.schema import ensure_schema
+from app import create_app
+from app.infra import clock
+from app.infra.extensions import db
+from app.services.schema import ensure_schema
 from tests.databases import PostgresDatabases, SqliteDatabases
 from tests.pgcluster import POSTGRES_BIN, PgServer, single_server
 from tests.receiver import Receiver
@@ -25,7 +26,7 @@ from tests.tokens import authorized_client, token_for_app
 
 
 class FakeClock:
-    """Stands in for app.clock's wall clock so chain tests can step through time."""
+    """Stands in for app.infra.clock's wall clock so chain tests can step through time."""
 
     def __init__(self, start: datetime) -> None:
         self.now = start

@@ -24,8 +24,8 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from app import create_app
-from app.extensions import db
-from app.schema import ensure_schema
+from app.infra.extensions import db
+from app.services.schema import ensure_schema
 
 
 def migrate(url: str) -> None:

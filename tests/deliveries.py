@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.extensions import db
+from app.infra.extensions import db
 from app.notify import outbox
 from app.notify.models import Delivery
 

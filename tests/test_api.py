@@ -162,8 +162,8 @@ def test_no_body_gets_a_500(client, body):
 
 
 def test_health_reports_both_stores_and_reconciler_totals(app, client):
-    from app.background import reconcile_once
-    from app.extensions import db
+    from app.infra.extensions import db
+    from app.workers.background import reconcile_once
 
     _schedule(client)
     db.session.rollback()  # end the test's own transaction: the pass runs in an app context of its own

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import update
 
 from app.chain.ids import link_id
-from app.extensions import db
-from app.models import ScheduledJob
+from app.infra.extensions import db
+from app.models import Schedule
 from tests.chain_driver import fresh, make_schedule, scheduled_ids, step
 
 
@@ -194,7 +194,7 @@ def test_year_9999_start_at_is_refused_by_patch_and_a_stored_one_still_reads(cli
                   422, "start_at")
     assert client.get(f"/api/v1/schedules/{created['id']}/").status_code == 200
     # A row that already holds such a value (as a PATCH of a paused schedule once stored) still reads back.
-    db.session.execute(update(ScheduledJob).where(ScheduledJob.id == created["id"])
+    db.session.execute(update(Schedule).where(Schedule.id == created["id"])
                        .values(start_at=datetime(9999, 12, 31, tzinfo=UTC)))
     db.session.commit()
     response = client.get(f"/api/v1/schedules/{created['id']}/")
@@ -213,7 +213,7 @@ def test_a_body_over_the_limit_is_413_in_the_error_shape(app, client):
 
 
 def test_the_body_limit_comes_from_the_environment(monkeypatch):
-    from app.config import Settings
+    from app.infra.config import Settings
 
     monkeypatch.setenv("RECUR_MAX_BODY_BYTES", "2048")
     monkeypatch.setenv("RECUR_MAX_PAYLOAD_BYTES", "1024")

@@ -4,7 +4,8 @@ sent only when it changed, and cleared by null."""
 from __future__ import annotations
 
 from recur_cli.applyfile import load
-from recur_cli.plan import UNCHANGED, UPDATE, make_plan
+from recur_cli.plan import make_plan
+from recur_cli.steps import UNCHANGED, UPDATE
 
 FILE = """
 workflows:

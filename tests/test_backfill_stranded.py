@@ -10,10 +10,10 @@ from redis import Redis
 from rq import SimpleWorker
 from sqlalchemy import func, select
 
-from app.extensions import connect_redis, db, get_queue, get_redis
+from app.infra.extensions import connect_redis, db, get_queue, get_redis
 from app.models import Backfill, Run
-from app.outside_runs.backfills import backfill_run_id, continue_backfill, start_backfill
-from app.recovery import reconcile
+from app.services.outside_runs.backfills import backfill_run_id, continue_backfill, start_backfill
+from app.services.reconcile import reconcile
 from tests.chain_driver import make_schedule
 from tests.servers import free_port
 from tests.tokens import authorized_client, token_for_app

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.background import RECONCILE_LOCK, RECONCILED_KEY, reconcile_once
-from app.extensions import get_redis
-from app.reconcile_stats import read_stats
+from app.infra.extensions import get_redis
+from app.services.reconcile_stats import read_stats
+from app.workers.background import RECONCILE_LOCK, RECONCILED_KEY, reconcile_once
 from tests.chain_driver import make_schedule, scheduled_ids
 
 

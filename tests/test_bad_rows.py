@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from app import background
-from app.background import run_background
 from app.chain.ids import link_id
-from app.extensions import db, get_queue, get_redis
+from app.infra.extensions import db, get_queue, get_redis
 from app.models import RunStatus, ScheduleStatus
-from app.recovery import reconcile
+from app.services.reconcile import reconcile
+from app.workers import background
+from app.workers.background import run_background
 from tests.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids, step
 from tests.servers import wait_for
 from tests.tokens import authorized_client, token_for_app

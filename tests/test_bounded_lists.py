@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import func, select, text
 
 from app.auth.models import OwnerEvent, ScheduleEvent
-from app.extensions import db
-from app.models import Backfill, ScheduledJob, Workflow
+from app.infra.extensions import db
+from app.models import Backfill, Schedule, Workflow
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
-from app.queries import MAX_OFFSET, TOTAL_CAP
+from app.services.queries import MAX_OFFSET, TOTAL_CAP
 from tests.console_signin import HTTPS, signed_in_browser
 from tests.plans import assert_bounded, postgres_rows_read, reading, sqlite_plan
 from tests.tokens import token_for_app
@@ -158,7 +158,7 @@ def test_the_schedules_and_workflows_lists_walk_newest_and_oldest_first(app, cli
                  for n in range(3)]
     made = [client.post("/api/v1/schedules/", json={"name": f"s-{n}", "workflow_id": workflows[0],
                                                     "interval_seconds": 60}).json["id"] for n in range(5)]
-    for schedule in db.session.scalars(select(ScheduledJob)):  # ties on created_at are ordered by id
+    for schedule in db.session.scalars(select(Schedule)):  # ties on created_at are ordered by id
         schedule.created_at = START if schedule.id in made[:3] else START + timedelta(minutes=1)
     db.session.commit()
     expected = sorted(made, key=lambda i: (i not in made[:3], i), reverse=True)

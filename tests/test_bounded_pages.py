@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from app import cursors
-from app.extensions import db
-from app.history import STATS_WINDOW
+from app.infra import cursors
+from app.infra.extensions import db
 from app.models import Run
-from app.queries import MAX_RUN_OFFSET, TOTAL_CAP
+from app.services.history import STATS_WINDOW
+from app.services.queries import MAX_RUN_OFFSET, TOTAL_CAP
 from tests.console_signin import HTTPS, signed_in_browser
 from tests.plans import assert_bounded, reading
 from tests.tokens import token_for_app

@@ -11,9 +11,9 @@ from app.chain.ids import link_id
 from app.chain.leases import lease_key
 from app.chain.mover import Mover
 from app.chain.redis_links import LINK_FUNC, LinkPlan, put_links
-from app.extensions import get_queue, get_redis
+from app.infra.extensions import get_queue, get_redis
 from app.models import RunStatus, ScheduleStatus
-from app.recovery import reconcile
+from app.services.reconcile import reconcile
 from tests.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids, step
 
 
@@ -182,10 +182,10 @@ def test_a_finish_is_three_statements_and_still_counts_for_its_workflows_breaker
     Counted on the chain's driver; the outbox's lookup of webhooks, which it caches, is left out."""
     from sqlalchemy import update
 
-    from app import rawsql
     from app.chain.claim import Claim, claim_tick
     from app.chain.finish import finish_run
-    from app.extensions import db
+    from app.infra import rawsql
+    from app.infra.extensions import db
     from app.models import Workflow
 
     sent: list[str] = []
@@ -216,8 +216,8 @@ def test_warm_up_runs_the_hot_path_and_changes_nothing(chain_app, fake_clock):
     from sqlalchemy import func, select
 
     from app.chain import rows
-    from app.extensions import db
-    from app.models import Run, ScheduledJob
+    from app.infra.extensions import db
+    from app.models import Run, Schedule
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     before = fresh(schedule.id)
@@ -226,7 +226,7 @@ def test_warm_up_runs_the_hot_path_and_changes_nothing(chain_app, fake_clock):
     # Every statement was rendered (none left for a work horse to render again).
     assert all(db.engine.dialect.name in statement._rendered for statement in rows.HOT_PATH)
     assert db.session.scalar(select(func.count()).select_from(Run)) == 0
-    assert db.session.scalar(select(func.count()).select_from(ScheduledJob)) == 1
+    assert db.session.scalar(select(func.count()).select_from(Schedule)) == 1
     after = fresh(schedule.id)
     assert (after.revision, after.current_repeat, after.running_run_id, after.next_run_at) == (
         before.revision, before.current_repeat, before.running_run_id, before.next_run_at)
@@ -241,7 +241,7 @@ def test_a_claim_that_fails_half_way_leaves_nothing_written(chain_app, fake_cloc
     from sqlalchemy.exc import IntegrityError
 
     from app.chain.claim import claim_tick
-    from app.extensions import db
+    from app.infra.extensions import db
     from app.models import Run
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from app.background import RECONCILE_LOCK
 from app.chain.ids import link_id
-from app.extensions import get_redis
-from app.reconcile_stats import read_stats
+from app.infra.extensions import get_redis
+from app.services.reconcile_stats import read_stats
+from app.workers.background import RECONCILE_LOCK
 from tests.chain_driver import make_schedule, scheduled_ids
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from app.background import RECONCILE_LOCK
+from app.workers.background import RECONCILE_LOCK
 from tests.servers import Process, RedisServer, start_worker, wait_for
 from tests.stack import parse_instant, serve_api
 

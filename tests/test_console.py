@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app import clock
-from app.extensions import db
+from app.infra import clock
+from app.infra.extensions import db
 from tests.console_signin import HTTPS, console_browser, csrf_of, signed_in_browser
 from tests.tokens import new_owner_token, token_for_app
 
@@ -93,15 +93,15 @@ def test_the_form_creates_with_the_apis_rules_and_shows_errors_by_field(app):
     assert "<svg" in page
 
     schedule_id = made.headers["Location"].rsplit("/", 1)[-1]
-    from app.models import ScheduledJob
+    from app.models import Schedule
 
-    revision = db.session.get(ScheduledJob, schedule_id).revision
+    revision = db.session.get(Schedule, schedule_id).revision
     renamed = browser.post(f"/schedules/{schedule_id}/edit", base_url=HTTPS, data={
         "csrf_token": csrf, "name": "mornings", "workflow_id": str(workflow), "kind": "cron", "cron": "0 9 * * 1-5",
         "timezone": "Europe/Berlin", "key": "mornings", "trigger_payload": '{"a": 1}'})
     assert renamed.status_code == 302
     db.session.expire_all()
-    schedule = db.session.get(ScheduledJob, schedule_id)
+    schedule = db.session.get(Schedule, schedule_id)
     assert (schedule.name, schedule.revision) == ("mornings", revision)  # a rename re-plans nothing
 
     assert browser.post(f"/schedules/{schedule_id}/pause", data={"note": "x"}, base_url=HTTPS).status_code == 400
@@ -135,7 +135,7 @@ def test_the_api_opens_no_session_so_redis_being_down_is_still_a_503(database_ur
     from redis import Redis
 
     from app import create_app
-    from app.schema import ensure_schema
+    from app.services.schema import ensure_schema
 
     app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     app.extensions["recur.redis"] = Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)
@@ -156,8 +156,8 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
     from rq import Worker
     from rq.job import Job
 
-    from app.background import reconcile_once
-    from app.extensions import get_queue, get_redis
+    from app.infra.extensions import get_queue, get_redis
+    from app.workers.background import reconcile_once
     from tests.chain_driver import make_schedule, scheduled_ids
 
     schedule = make_schedule(clock.utcnow(), interval_seconds=3600)  # owner 1, the admin
@@ -179,7 +179,7 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
 def test_a_late_schedule_on_an_open_breaker_is_shown_as_such_not_as_active(app, client):
     from sqlalchemy import update
 
-    from app.models import ScheduledJob, Workflow
+    from app.models import Schedule, Workflow
 
     browser = signed_in_browser(app, token_for_app(app))
     workflow = client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop",
@@ -187,7 +187,7 @@ def test_a_late_schedule_on_an_open_breaker_is_shown_as_such_not_as_active(app, 
     sick = client.post("/api/v1/schedules/", json={"name": "sick-one", "workflow_id": workflow,
                                                    "interval_seconds": 60}).json["id"]
     db.session.execute(update(Workflow).where(Workflow.id == workflow).values(breaker_state="open"))
-    db.session.execute(update(ScheduledJob).where(ScheduledJob.id == sick).values(health="late"))
+    db.session.execute(update(Schedule).where(Schedule.id == sick).values(health="late"))
     db.session.commit()
     listing = browser.get("/schedules", base_url=HTTPS).data.decode()
     row = listing[listing.index("sick-one"):listing.index("sick-one") + 1500]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.chain.slots import default_concurrency
+from app.workers.slots import default_concurrency
 from tests.servers import ROOT, wait_for
 
 pytestmark = pytest.mark.integration

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.extensions import db
-from app.models import ScheduledJob
+from app.infra.extensions import db
+from app.models import Schedule
 from tests.console_signin import HTTPS, csrf_of, signed_in_browser
 from tests.tokens import new_owner_token, token_for_app
 
@@ -41,7 +41,7 @@ def test_calendar_pages(app, client, fake_clock) -> None:  # type: ignore[no-unt
     saved = _post(browser, f"/calendars/{calendar_id}", {"name": "office", "dates": "2026-12-24"})
     assert saved.status_code == 302, saved.data
     db.session.expire_all()
-    assert db.session.get(ScheduledJob, schedule["id"]).next_run_at == datetime(2026, 12, 25, 9, tzinfo=UTC)
+    assert db.session.get(Schedule, schedule["id"]).next_run_at == datetime(2026, 12, 25, 9, tzinfo=UTC)
     refused = _post(browser, f"/calendars/{calendar_id}/delete", {})
     assert refused.status_code == 302
     assert "is used by schedules monthly" in browser.get(f"/calendars/{calendar_id}", base_url=HTTPS).data.decode()
@@ -69,7 +69,7 @@ def test_the_schedule_form_puts_a_schedule_on_one_of_its_owners_calendars_and_ta
     made = _post(browser, "/schedules/new", fields)
     assert made.status_code == 302, made.data
     schedule_id = made.headers["Location"].rsplit("/", 1)[1]
-    row = db.session.get(ScheduledJob, schedule_id)
+    row = db.session.get(Schedule, schedule_id)
     assert (row.calendar_id, row.on_calendar, row.next_run_at) == (mine, "shift_next",
                                                                    datetime(2026, 12, 27, 9, tzinfo=UTC))
     edit = browser.get(f"/schedules/{schedule_id}/edit", base_url=HTTPS).data.decode()
@@ -83,5 +83,5 @@ def test_the_schedule_form_puts_a_schedule_on_one_of_its_owners_calendars_and_ta
     off = _post(browser, f"/schedules/{schedule_id}/edit", {**fields, "calendar_id": "", "on_calendar": ""})
     assert off.status_code == 302, off.data
     db.session.expire_all()
-    row = db.session.get(ScheduledJob, schedule_id)
+    row = db.session.get(Schedule, schedule_id)
     assert (row.calendar_id, row.next_run_at) == (None, datetime(2026, 12, 24, 9, tzinfo=UTC))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from app import clock
-from app.extensions import db
+from app.infra import clock
+from app.infra.extensions import db
 from tests.console_signin import HTTPS, csrf_of, signed_in_browser
 from tests.tokens import new_owner_token, token_for_app
 
@@ -32,7 +32,7 @@ def _schedule(client, name: str = "nightly", **fields: object) -> str:  # type: 
 
 
 def test_the_form_sets_and_clears_every_policy_and_shows_errors_beside_the_field(app, client):
-    from app.models import ScheduledJob
+    from app.models import Schedule
 
     schedule_id = _schedule(client)
     browser = signed_in_browser(app, token_for_app(app))
@@ -42,7 +42,7 @@ def test_the_form_sets_and_clears_every_policy_and_shows_errors_beside_the_field
         assert f'name="{name}"' in form, name
     assert '<details class="more" id="more-options" >' in form  # closed: the common case stays short
     edit = {"name": "nightly", "kind": "cron", "cron": "0 2 * * *", "timezone": "UTC",
-            "workflow_id": str(db.session.get(ScheduledJob, schedule_id).workflow_id)}
+            "workflow_id": str(db.session.get(Schedule, schedule_id).workflow_id)}
     bad = _post(browser, f"/schedules/{schedule_id}/edit", {**edit, "overlap": "sometimes",
                                                             "catch_up_limit": "0"})
     assert bad.status_code == 422
@@ -54,7 +54,7 @@ def test_the_form_sets_and_clears_every_policy_and_shows_errors_beside_the_field
         "catch_up_window_seconds": "3600", "alert_after_seconds": "300", "keep_runs_days": "7"})
     assert saved.status_code == 302, saved.data
     db.session.expire_all()
-    schedule = db.session.get(ScheduledJob, schedule_id)
+    schedule = db.session.get(Schedule, schedule_id)
     assert (schedule.overlap, schedule.catch_up, schedule.catch_up_limit, schedule.catch_up_window_seconds,
             schedule.alert_after_seconds, schedule.keep_runs_days) == ("buffer_one", "all", 5, 3600, 300, 7)
     cleared = _post(browser, f"/schedules/{schedule_id}/edit", {
@@ -62,7 +62,7 @@ def test_the_form_sets_and_clears_every_policy_and_shows_errors_beside_the_field
         "catch_up_window_seconds": "", "alert_after_seconds": "", "keep_runs_days": "7"})
     assert cleared.status_code == 302
     db.session.expire_all()
-    schedule = db.session.get(ScheduledJob, schedule_id)
+    schedule = db.session.get(Schedule, schedule_id)
     assert (schedule.catch_up_window_seconds, schedule.alert_after_seconds, schedule.keep_runs_days) == (None, None, 7)
 
 
@@ -260,7 +260,7 @@ def test_a_schedules_audit_trail_page_by_page_and_after_its_deletion(app, client
 
 def test_bulk_pause_resume_and_delete_of_ticked_schedules_only_the_callers(app, client):
     """Ticked boxes of the list, one form: another owner's id among them is as absent as one that never was."""
-    from app.models import ScheduledJob
+    from app.models import Schedule
 
     theirs = _schedule(client, "admins")  # an admin sees every owner's; alice, not an admin, only her own
     alice_token = new_owner_token(app, "alice")
@@ -277,7 +277,7 @@ def test_bulk_pause_resume_and_delete_of_ticked_schedules_only_the_callers(app, 
                                                 "status": "active"})
     assert paused.status_code == 302 and paused.headers["Location"].endswith("/schedules?status=active")
     db.session.expire_all()
-    statuses = {s.id: (s.status, s.pause_note) for s in db.session.query(ScheduledJob)}
+    statuses = {s.id: (s.status, s.pause_note) for s in db.session.query(Schedule)}
     assert [statuses[i] for i in mine] == [("paused", "disk full")] * 3 + [("active", None)]
     assert statuses[theirs] == ("active", None)  # another owner's id is left alone
     flashed = browser.get("/schedules", base_url=HTTPS).data.decode()
@@ -287,17 +287,17 @@ def test_bulk_pause_resume_and_delete_of_ticked_schedules_only_the_callers(app, 
     assert "Paused 1 schedule. Left 2 as they were" in browser.get("/schedules", base_url=HTTPS).data.decode()
     assert _post(browser, "/schedules/bulk", {"action": "resume", "schedule_id": mine}).status_code == 302
     db.session.expire_all()
-    assert {db.session.get(ScheduledJob, i).status for i in mine} == {"active"}
+    assert {db.session.get(Schedule, i).status for i in mine} == {"active"}
 
     confirm = _post(browser, "/schedules/bulk", {"action": "delete", "schedule_id": mine[:2] + [theirs]})
     assert confirm.status_code == 200
     page = confirm.data.decode()
     assert "Delete 2 schedules?" in page and "s0" in page and "admins" not in page
-    assert db.session.query(ScheduledJob).count() == 5  # nothing gone before the confirmation
+    assert db.session.query(Schedule).count() == 5  # nothing gone before the confirmation
     gone = _post(browser, "/schedules/bulk", {"action": "delete", "confirm": "1", "schedule_id": mine[:2] + [theirs]})
     assert gone.status_code == 302
     db.session.expire_all()
-    assert sorted(s.name for s in db.session.query(ScheduledJob)) == ["admins", "s2", "s3"]
+    assert sorted(s.name for s in db.session.query(Schedule)) == ["admins", "s2", "s3"]
 
 
 def test_each_new_page_renders_in_the_zone_asked_for_with_utc_on_hover(app, client):
@@ -348,12 +348,12 @@ def test_a_webhooks_url_and_event_types_edited_as_a_patch_would(app, client):
 
 
 def test_a_workflow_deleted_after_a_page_that_counts_its_schedules(app, client):
-    from app.models import ScheduledJob, Workflow
+    from app.models import Schedule, Workflow
 
     schedule_id = _schedule(client, "doomed")
     browser = signed_in_browser(app, token_for_app(app))
     alice = signed_in_browser(app, new_owner_token(app, "alice"))
-    workflow_id = db.session.get(ScheduledJob, schedule_id).workflow_id
+    workflow_id = db.session.get(Schedule, schedule_id).workflow_id
     db.session.rollback()  # on SQLite every transaction holds the write lock (BEGIN IMMEDIATE)
     path = f"/workflows/{workflow_id}/delete"
     assert "Its 1 schedule go with it" in browser.get(path, base_url=HTTPS).data.decode()
@@ -362,7 +362,7 @@ def test_a_workflow_deleted_after_a_page_that_counts_its_schedules(app, client):
     assert _post(browser, path, csrf="wrong").status_code == 400
     assert _post(browser, path).status_code == 302
     db.session.expire_all()
-    assert db.session.get(Workflow, workflow_id) is None and db.session.get(ScheduledJob, schedule_id) is None
+    assert db.session.get(Workflow, workflow_id) is None and db.session.get(Schedule, schedule_id) is None
 
 
 def test_the_lists_strip_shows_each_schedules_newest_20_runs_oldest_first_and_a_long_run(app, client):

@@ -82,7 +82,7 @@ def test_a_manual_runs_row_in_the_run_list_is_what_the_document_declares(app, cl
     declare it nullable (it declared a plain integer, and a client generated from it refused the answer)."""
     from rq import SimpleWorker
 
-    from app.extensions import get_queue, get_redis
+    from app.infra.extensions import get_queue, get_redis
     from tests.chain_driver import make_schedule
 
     schedule = make_schedule(datetime.now(UTC), interval_seconds=3600)
@@ -313,7 +313,7 @@ def _nothing_sent_off_the_machine(web: Web) -> None:
 
     from sqlalchemy import create_engine, text
 
-    from app.config import sqlalchemy_url
+    from app.infra.config import sqlalchemy_url
 
     def loopback(url: str) -> bool:
         host = urlsplit(url).hostname or ""

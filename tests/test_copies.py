@@ -14,8 +14,8 @@ from sqlalchemy import text
 
 from app.chain import link
 from app.chain.leases import lease_key
-from app.extensions import db, get_redis
-from app.models import RunStatus, ScheduledJob
+from app.infra.extensions import db, get_redis
+from app.models import RunStatus, Schedule
 from tests.chain_driver import fresh, make_schedule, runs_of, step
 from tests.servers import wait_for
 
@@ -64,7 +64,7 @@ def test_a_stale_copy_running_beside_the_real_link_leaves_its_run_alone(chain_ap
     blocker = db.engine.connect()
     blocker.begin()  # on SQLite, BEGIN IMMEDIATE: the database's write lock
     if db.engine.dialect.name == "postgresql":  # every UPDATE of a schedule waits, whichever row it matches
-        blocker.execute(text(f"LOCK TABLE {ScheduledJob.__tablename__} IN EXCLUSIVE MODE"))
+        blocker.execute(text(f"LOCK TABLE {Schedule.__tablename__} IN EXCLUSIVE MODE"))
     try:
         stale = _Link(chain_app, _run_link(schedule.id, revision, 0, first_nominal))
         stale.start()

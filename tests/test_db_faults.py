@@ -26,8 +26,8 @@ def test_a_database_that_cannot_give_a_connection_is_a_503_not_a_500(tmp_path: P
     import fakeredis
 
     from app import create_app
-    from app.extensions import db
-    from app.schema import ensure_schema
+    from app.infra.extensions import db
+    from app.services.schema import ensure_schema
     from tests.tokens import token_for_app
 
     app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{tmp_path / 'one.db'}", "REDIS_URL": "redis://x",

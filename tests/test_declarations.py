@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import recur
-from app.sync.run import sync
-from app.sync.wanted import checked
+from app.declarations.sync import sync
+from app.declarations.wanted import checked
 from app.tasks import declarations, get_task
 from app.tasks.declarations import DeclarationError
 from tests import declared_tasks

@@ -10,15 +10,16 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app import clock, schedules
 from app.auth.models import ScheduleEvent
-from app.extensions import db, get_redis
-from app.models import ScheduledJob, Workflow
-from app.sync import run as sync_run
-from app.sync.lock import SYNC_LOCK
-from app.sync.marks import DeclaredKey
-from app.sync.plan import REMOVED_NOTE, SCHEDULE_DEFAULTS, WORKFLOW_DEFAULTS
-from app.sync.run import SyncError, sync
+from app.declarations import sync as sync_run
+from app.declarations.lock import SYNC_LOCK
+from app.declarations.marks import DeclaredKey
+from app.declarations.plan import REMOVED_NOTE, SCHEDULE_DEFAULTS, WORKFLOW_DEFAULTS
+from app.declarations.sync import SyncError, sync
+from app.infra import clock
+from app.infra.extensions import db, get_redis
+from app.models import Schedule, Workflow
+from app.services import schedules
 from app.tasks import declarations
 from tests import declared_tasks
 from tests.tokens import new_owner_token
@@ -38,9 +39,9 @@ def declare_both(cron: str = "0 9 * * *") -> None:
                          args=[42], kwargs={"dry_run": True})
 
 
-def by_key() -> dict[str, ScheduledJob]:
+def by_key() -> dict[str, Schedule]:
     db.session.expire_all()
-    rows = {s.key: s for s in db.session.scalars(select(ScheduledJob)) if s.key is not None}
+    rows = {s.key: s for s in db.session.scalars(select(Schedule)) if s.key is not None}
     for row in rows.values():
         db.session.expunge(row)
     db.session.rollback()  # end the read: on SQLite every transaction takes the write lock, and sync writes
@@ -48,7 +49,7 @@ def by_key() -> dict[str, ScheduledJob]:
 
 
 def events() -> list[tuple[str, str, str]]:
-    keys = {s.id: s.key for s in db.session.scalars(select(ScheduledJob))}
+    keys = {s.id: s.key for s in db.session.scalars(select(Schedule))}
     found = [(keys.get(e.schedule_id, e.schedule_id), e.action, e.actor_name)
              for e in db.session.scalars(select(ScheduleEvent).order_by(ScheduleEvent.id))]
     db.session.rollback()
@@ -92,7 +93,7 @@ def test_sync_creates_then_changes_nothing_the_second_time(app):
 def test_a_changed_cron_is_one_patch_and_the_counters_stay(app):
     declare_both()
     sync(app)
-    db.session.execute(update(ScheduledJob).values(run_count=7, error_count=2))
+    db.session.execute(update(Schedule).values(run_count=7, error_count=2))
     db.session.commit()
     declarations.forget()
     declare_both(cron="30 9 * * *")
@@ -318,7 +319,7 @@ def test_what_follows_refuses_before_anything_is_done(app):
 
 
 def _calendar(name: str, dates: list[str], owner_id: int = 1) -> int:
-    from app.calendar_edits import create as create_calendar
+    from app.services.calendars import create as create_calendar
     made = create_calendar(owner_id, {"name": name, "dates": dates}, clock.utcnow())
     db.session.commit()
     return int(made.id)

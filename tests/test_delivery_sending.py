@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import create_engine, select, text
 
-from app import clock
-from app.extensions import db
+from app.infra import clock
+from app.infra.extensions import db
 from app.notify import delivery, send
 from app.notify.models import Delivery, DeliveryAttempt
 from tests.deliveries import pending_delivery

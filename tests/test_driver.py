@@ -11,8 +11,8 @@ from flask import Flask
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app import rawsql
-from app.extensions import db
+from app.infra import rawsql
+from app.infra.extensions import db
 from app.models import Run, UTCDateTime, Workflow
 
 _WORKFLOWS = Workflow.__table__

@@ -11,9 +11,10 @@ import socket
 import pytest
 from sqlalchemy import select
 
-from app import clock, create_app
-from app.config import SettingError
-from app.extensions import db
+from app import create_app
+from app.infra import clock
+from app.infra.config import SettingError
+from app.infra.extensions import db
 from app.notify import delivery, guard
 from app.notify.models import DeliveryAttempt
 from tests.deliveries import pending_delivery

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from app.explain import HORIZON, tick_facts
 from app.policies.explain import BreakerFact, PauseFact, RunFact, ScheduleFacts, TickFacts, explain
+from app.services.explain import HORIZON, tick_facts
 from app.timing import build_spec
 from app.timing.nearest import nearest_tick, tick_before
 

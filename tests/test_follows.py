@@ -12,11 +12,11 @@ import pytest
 from rq import SimpleWorker
 from sqlalchemy import select
 
-from app.chain.followers import follow_run_id
-from app.extensions import db, get_queue, get_redis
+from app.chain.follow import follow_run_id
+from app.infra.extensions import db, get_queue, get_redis
 from app.models import FollowTrigger, RunTrigger
-from app.outside_runs import triggered
-from app.recovery import reconcile
+from app.services.outside_runs import follow as triggered
+from app.services.reconcile import reconcile
 from tests.chain_driver import make_schedule, runs_of, step
 from tests.tokens import authorized_client, new_owner_token
 
@@ -157,7 +157,7 @@ def test_a_success_triggers_its_follower_once_and_the_run_names_the_upstream_run
     listed = client.get(f"{API}{b.id}/runs/").json["items"][0]
     assert listed["triggered_by_run_id"] == upstream_id and listed["trigger"] == "after"
     # A second job of the same run (a process that died after its enqueue, before marking it queued) starts nothing.
-    from app.outside_runs.queueing import enqueue
+    from app.services.outside_runs.queueing import enqueue
 
     enqueue(b.id, run_id, run_for, RunTrigger.AFTER.value, None, 60)
     _run_outside_jobs(app)
@@ -236,7 +236,7 @@ def test_a_trigger_whose_job_was_lost_is_enqueued_again_by_the_reconciler(app, f
 
 def test_closed_triggers_go_with_the_runs_of_their_time_and_open_ones_stay(app, fake_clock):
     from app.policies.retention import Retention
-    from app.retention import prune
+    from app.services.retention import prune
 
     make_schedule(fake_clock.now, name="a", key="a", interval_seconds=60)
     follower = make_schedule(fake_clock.now, name="b", interval_seconds=86400, after={"schedule": "a"})

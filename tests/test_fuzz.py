@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.extensions import db
+from app.infra.extensions import db
 
 EXAMPLES = int(os.environ.get("RECUR_FUZZ_EXAMPLES") or 0)
 

@@ -8,9 +8,9 @@ from app.chain.finish import finish_run
 from app.chain.ids import link_id
 from app.chain.mover import Mover
 from app.chain.run import Prepared, prepare
-from app.extensions import get_queue, get_redis
+from app.infra.extensions import get_queue, get_redis
 from app.models import RunStatus
-from app.recovery import reconcile
+from app.services.reconcile import reconcile
 from tests.chain_driver import fresh, make_schedule, next_due, run_due, scheduled_ids
 
 
@@ -35,19 +35,19 @@ def test_a_successor_being_handed_off_is_not_taken_for_missing(chain_app, fake_c
 def test_a_link_that_ran_after_the_pass_read_its_row_is_not_re_created(chain_app, fake_clock, monkeypatch):
     """Before: a pass that read the rows before the link ran (and handed off its successor) then found
     the link gone from Redis, and re-created it (links_repaired == [n0]; the copy then ran as "stale")."""
-    from app import recovery
+    from app.services import reconcile as reconciler
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     reconcile(fake_clock.now)  # the first pass after Redis was emptied; not the one under test
     fake_clock.set(next_due(chain_app))
-    looked_up = recovery.pending_revisions
+    looked_up = reconciler.pending_revisions
 
     def link_runs_in_between(*args, **kwargs):  # type: ignore[no-untyped-def]
-        monkeypatch.setattr(recovery, "pending_revisions", looked_up)
+        monkeypatch.setattr(reconciler, "pending_revisions", looked_up)
         run_due(chain_app, fake_clock.now)  # n0 runs and hands off n1 between the pass's two reads
         return looked_up(*args, **kwargs)
 
-    monkeypatch.setattr(recovery, "pending_revisions", link_runs_in_between)
+    monkeypatch.setattr(reconciler, "pending_revisions", link_runs_in_between)
     assert reconcile(fake_clock.now).links_repaired == []
     assert fresh(schedule.id).current_repeat == 1
     assert scheduled_ids(chain_app) == [link_id(schedule.id, 1, 0)]

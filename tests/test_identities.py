@@ -8,9 +8,9 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
-from app import clock
 from app.auth.models import ApiToken, Owner, ScheduleEvent
-from app.extensions import db
+from app.infra import clock
+from app.infra.extensions import db
 from app.models import BreakerTransition, Workflow
 from app.notify import delivery, outbox
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook

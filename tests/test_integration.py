@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.chain.slots import default_concurrency
+from app.workers.slots import default_concurrency
 from tests.servers import RedisServer, flask_command, wait_for
 from tests.stack import Api, Stack, parse_instant, serve_api, three_runs_to_done
 from tests.tokens import token_from_cli

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from app import clock
 from app.chain.leases import Lease, lease_key
 from app.chain.run import Prepared, complete, prepare
-from app.extensions import db, get_redis
+from app.infra import clock
+from app.infra.extensions import db, get_redis
 from app.models import RunStatus
-from app.recovery import reconcile
+from app.services.reconcile import reconcile
 from tests.chain_driver import fresh, make_schedule, next_due, runs_of
 
 LONG_LEASE = 600

@@ -18,7 +18,7 @@ from app.chain.redis_links import (
     put_link,
     put_links,
 )
-from app.extensions import get_queue, get_redis
+from app.infra.extensions import get_queue, get_redis
 
 
 def _plan(schedule_id: str = "0b7c2a64-3d2e-4f0e-9a55-3f1d2c3b4a59", revision: int = 2) -> LinkPlan:

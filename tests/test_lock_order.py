@@ -19,9 +19,9 @@ from flask import Flask
 from sqlalchemy import select, text
 
 from app.chain.finish import finish_run
-from app.extensions import db
+from app.infra.extensions import db
 from app.models import Run, RunStatus, RunTrigger, Workflow
-from app.outside_runs import job
+from app.services.outside_runs import job
 from tests.chain_driver import make_schedule
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.chain.slots import default_concurrency
+from app.workers.slots import default_concurrency
 from tests.servers import wait_for
 
 pytestmark = pytest.mark.integration

@@ -12,9 +12,9 @@ from flask import Flask
 from sqlalchemy import select, text
 
 from app import create_app
-from app.extensions import db
-from app.models import ScheduledJob, ScheduleStatus
-from app.schema import ensure_schema
+from app.infra.extensions import db
+from app.models import Schedule, ScheduleStatus
+from app.services.schema import ensure_schema
 
 
 @pytest.fixture
@@ -40,9 +40,9 @@ def test_the_reconcilers_walk_uses_the_status_id_index(migrated: Flask) -> None:
     if db.engine.dialect.name != "sqlite":
         pytest.skip("PostgreSQL's planner picks by table statistics; the index itself is checked above")
     query = (
-        select(ScheduledJob.id)
-        .where((ScheduledJob.status == ScheduleStatus.ACTIVE.value) & (ScheduledJob.id > "x"))
-        .order_by(ScheduledJob.id)
+        select(Schedule.id)
+        .where((Schedule.status == ScheduleStatus.ACTIVE.value) & (Schedule.id > "x"))
+        .order_by(Schedule.id)
         .limit(1000)
     )
     sql = str(query.compile(db.engine, compile_kwargs={"literal_binds": True}))
@@ -54,7 +54,7 @@ def test_the_reconcilers_walk_uses_the_status_id_index(migrated: Flask) -> None:
 def test_rows_from_before_owners_belong_to_the_first_admin(empty_database_url: str) -> None:
     from flask_migrate import upgrade
 
-    from app.extensions import MIGRATIONS_DIR
+    from app.infra.extensions import MIGRATIONS_DIR
 
     app = create_app({"TESTING": True, "DATABASE_URL": empty_database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     with app.app_context():
@@ -82,7 +82,7 @@ def test_rows_from_before_owners_belong_to_the_first_admin(empty_database_url: s
 def test_schedules_from_before_on_exhausted_keep_dying_when_retries_run_out(empty_database_url: str) -> None:
     from flask_migrate import upgrade
 
-    from app.extensions import MIGRATIONS_DIR
+    from app.infra.extensions import MIGRATIONS_DIR
 
     app = create_app({"TESTING": True, "DATABASE_URL": empty_database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     with app.app_context():

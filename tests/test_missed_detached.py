@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from app.extensions import db
+from app.infra.extensions import db
 from app.models import Workflow
 from app.notify import alerts
 from tests.chain_driver import fresh, make_schedule, step

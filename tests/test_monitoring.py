@@ -75,7 +75,7 @@ def test_the_kit_is_where_the_docs_say() -> None:
 def test_deliveries_in_trouble_are_counted_by_state(app, client) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from app.extensions import db
+    from app.infra.extensions import db
     from app.notify.models import Delivery, Event
 
     now = datetime.now(UTC)

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from app.calendars.expansion import MAX_DAYS, MAX_ENTRIES
-from app.extensions import db
-from app.models import ScheduledJob
+from app.infra.extensions import db
+from app.models import Schedule
 from tests.chain_driver import next_due, runs_of, scheduled_ids, step
 from tests.tokens import authorized_client, new_owner_token
 
@@ -146,7 +146,7 @@ def test_editing_a_calendar_replans_the_schedules_that_use_it(client, clock_2026
     assert unchanged["name"] == "renamed"
     assert _ok(client.get(f"{API}/schedules/{monthly['id']}/"))["revision"] == moved["revision"]  # days kept
     with db.session.no_autoflush:
-        row = db.session.get(ScheduledJob, monthly["id"])
+        row = db.session.get(Schedule, monthly["id"])
         assert row is not None and row.calendar_id == calendar["id"]
 
 

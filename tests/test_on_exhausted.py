@@ -7,10 +7,10 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from app import schedules
 from app.auth.models import ScheduleEvent
-from app.extensions import db
+from app.infra.extensions import db
 from app.models import ScheduleStatus
+from app.services import schedules
 from tests.chain_driver import fresh, make_schedule, runs_of, scheduled_ids, step
 
 

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from app import clock
 from app.auth.models import ApiToken
-from app.extensions import db
+from app.infra import clock
+from app.infra.extensions import db
 from tests.tokens import authorized_client, new_owner_token
 
 

@@ -1,4 +1,4 @@
-"""PostgreSQL failover: DATABASE_URL in libpq's multi-host form (translated for SQLAlchemy in app/config.py),
+"""PostgreSQL failover: DATABASE_URL in libpq's multi-host form (translated for SQLAlchemy in app/infra/config.py),
 and a real primary with a synchronous streaming standby: gunicorn and two worker.py processes on the multi-host
 URL run 50 one-second chains; the primary is SIGKILLed mid-run and the standby promoted (`pg_ctl promote`).
 The model is tests/test_sentinel.py's Redis failover, with the same assertions."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine
 
-from app.config import sqlalchemy_url
+from app.infra.config import sqlalchemy_url
 from tests.pgcluster import POSTGRES_BIN, PrimaryStandby
 from tests.servers import RedisServer, start_worker, wait_for
 from tests.stack import Api, parse_instant, serve_api

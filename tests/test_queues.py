@@ -18,9 +18,9 @@ from sqlalchemy import update
 from app.chain.ids import link_id
 from app.chain.link_lookup import pending_revisions
 from app.chain.redis_links import LinkPlan, put_link, queue_named
-from app.extensions import db, get_queue, get_redis
-from app.models import ScheduledJob
-from app.recovery import reconcile
+from app.infra.extensions import db, get_queue, get_redis
+from app.models import Schedule
+from app.services.reconcile import reconcile
 from tests.chain_driver import make_schedule
 from tests.servers import wait_for
 from tests.stack import Stack
@@ -81,7 +81,7 @@ def test_the_reconciler_moves_a_link_left_in_the_queue_its_workflow_left(real_ap
     real_app.config["RECUR_QUEUES"] = "slow"
     schedule = make_schedule(datetime.now(UTC), cron="0 0 1 1 *")
     expected = link_id(schedule.id, schedule.current_repeat, schedule.current_retry)
-    db.session.execute(update(ScheduledJob).where(ScheduledJob.id == schedule.id).values(queue="slow"))
+    db.session.execute(update(Schedule).where(Schedule.id == schedule.id).values(queue="slow"))
     db.session.commit()
     assert _registry(real_app, "recur") == [expected]
     report = reconcile(datetime.now(UTC))

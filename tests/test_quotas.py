@@ -10,9 +10,9 @@ import re
 import threading
 from datetime import timedelta
 
-from app import clock
 from app.auth.models import Owner
-from app.extensions import db
+from app.infra import clock
+from app.infra.extensions import db
 from tests.tokens import authorized_client
 
 HTTPS = "https://localhost"

@@ -6,10 +6,10 @@ from datetime import timedelta
 
 from redis import Redis
 
-from app import recovery
 from app.chain.ids import link_id
 from app.chain.mover import Mover
-from app.extensions import get_queue, get_redis
+from app.infra.extensions import get_queue, get_redis
+from app.services import reconcile
 from tests.chain_driver import make_schedule, next_due
 
 # Commands that read the queue list element by element (each one O(length of the queue)).
@@ -22,7 +22,7 @@ def _list_scans(redis: Redis) -> int:
 
 
 def test_a_pass_beside_a_backlog_reads_the_queue_once_not_once_per_link(real_app, fake_clock, monkeypatch):
-    monkeypatch.setattr(recovery, "BATCH", 10)  # several batches in one pass
+    monkeypatch.setattr(reconcile, "BATCH", 10)  # several batches in one pass
     made = [make_schedule(fake_clock.now, interval_seconds=60) for _ in range(25)]
     redis, queue = get_redis(real_app), get_queue(real_app)
     due = next_due(real_app) + timedelta(seconds=1)
@@ -30,15 +30,15 @@ def test_a_pass_beside_a_backlog_reads_the_queue_once_not_once_per_link(real_app
     later = due + timedelta(seconds=60)  # queued long ago: only the queue itself says they are pending
 
     redis.config_resetstat()
-    report = recovery.reconcile(later)
+    report = reconcile.reconcile(later)
     assert (report.checked, report.links_repaired) == (25, [])
     assert _list_scans(redis) <= 1
 
     # A queued link that is not on the queue any more (its worker took it and died) is re-created.
     lost = link_id(made[3].id, 0, 0)
     redis.lrem(queue.key, 0, lost)
-    assert recovery.reconcile(later).links_repaired == [lost]
-    assert recovery.reconcile(later).links_repaired == []
+    assert reconcile.reconcile(later).links_repaired == [lost]
+    assert reconcile.reconcile(later).links_repaired == []
 
 
 def test_a_link_taken_or_queued_moments_ago_is_pending_one_taken_long_ago_is_not(real_app):
@@ -50,7 +50,7 @@ def test_a_link_taken_or_queued_moments_ago_is_pending_one_taken_long_ago_is_not
     from rq.utils import utcformat
 
     from app.chain.link_lookup import IN_HAND_GRACE_SECONDS, pending_revisions
-    from app.clock import HOST_SKEW_ALLOWANCE_SECONDS
+    from app.infra.clock import HOST_SKEW_ALLOWANCE_SECONDS
 
     redis, queue = get_redis(real_app), get_queue(real_app)
     now = datetime(2026, 3, 2, 12, 0, 0, tzinfo=UTC)

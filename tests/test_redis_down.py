@@ -5,9 +5,9 @@ from __future__ import annotations
 from redis import Redis
 from sqlalchemy import func, select
 
-from app.extensions import connect_redis, db, get_redis
-from app.models import ScheduledJob
-from app.recovery import reconcile
+from app.infra.extensions import connect_redis, db, get_redis
+from app.models import Schedule
+from app.services.reconcile import reconcile
 from tests.chain_driver import fresh, make_schedule, scheduled_ids
 from tests.servers import free_port
 
@@ -26,7 +26,7 @@ def test_calls_that_enqueue_get_503_and_leave_the_database_as_it_was(app, client
     response = client.post("/api/v1/schedules/", json={"name": "n", "workflow_id": schedule.workflow_id,
                                                        "interval_seconds": 5})
     assert response.status_code == 503 and response.json["code"] == "redis_unavailable"
-    assert db.session.scalar(select(func.count()).select_from(ScheduledJob)) == 2
+    assert db.session.scalar(select(func.count()).select_from(Schedule)) == 2
 
     response = client.patch(f"/api/v1/schedules/{schedule.id}/", json={"interval_seconds": 5})
     assert response.status_code == 503

@@ -18,7 +18,7 @@ import pytest
 from redis import Redis
 from redis.exceptions import RedisError
 
-from app.extensions import connect_redis
+from app.infra.extensions import connect_redis
 from bench import procfs
 from tests.servers import RedisServer, Tls, print_logs_if_failed, wait_for
 from tests.stack import Stack, parse_instant
@@ -144,7 +144,7 @@ def test_a_run_whose_lease_lapsed_only_because_redis_stalled_is_not_written_off(
     renewal stuck in its socket timeout would be): before the fix the pass wrote the live run off as
     worker_lost, and its body, still running, ended as a failure."""
     from app import create_app
-    from app.background import reconcile_once
+    from app.workers.background import reconcile_once
 
     stack, server = stall_stack
     worker = stack.start_worker()

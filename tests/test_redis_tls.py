@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from app.extensions import connect_redis
+from app.infra.extensions import connect_redis
 from tests.servers import RedisServer, Tls
 from tests.stack import Stack, three_runs_to_done
 

@@ -10,12 +10,12 @@ import pytest
 from flask import Flask
 from rq import Queue, SimpleWorker
 
-from app import recovery, schedules
 from app.chain.ids import link_id
 from app.chain.link_lookup import pending_revisions
 from app.chain.mover import Mover
-from app.extensions import get_queue, get_redis
+from app.infra.extensions import get_queue, get_redis
 from app.models import RunStatus
+from app.services import reconcile, schedules
 from tests.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, step
 
 
@@ -101,13 +101,13 @@ def test_a_replan_while_a_run_is_in_flight_keeps_the_tick(chain_app, fake_clock)
 
 def _meanwhile(monkeypatch: pytest.MonkeyPatch, act: Callable[[], object]) -> None:
     """Run `act` inside the next reconciler pass, after it read the rows and before it looks at Redis."""
-    real = recovery.pending_revisions
+    real = reconcile.pending_revisions
 
     def act_then_look(*args, **kwargs):  # type: ignore[no-untyped-def]
         act()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(recovery, "pending_revisions", act_then_look)
+    monkeypatch.setattr(reconcile, "pending_revisions", act_then_look)
 
 
 def test_a_pass_that_read_the_row_before_a_hand_off_leaves_one_pending_link(chain_app, fake_clock, monkeypatch):
@@ -117,7 +117,7 @@ def test_a_pass_that_read_the_row_before_a_hand_off_leaves_one_pending_link(chai
     # The pass reads n0 as the expected link; n0 then runs and hands off n1 before the pass looks at Redis,
     # so n0 is no longer pending there and the pass puts it again.
     _meanwhile(monkeypatch, lambda: run_due(chain_app, fake_clock.now))
-    report = recovery.reconcile(fake_clock.now)
+    report = reconcile.reconcile(fake_clock.now)
     assert _pending(chain_app, schedule.id) == [link_id(schedule.id, 1, 0)]
     assert report.links_repaired == []
     assert [r.status for r in runs_of(schedule.id)] == [RunStatus.SUCCEEDED.value]
@@ -126,7 +126,7 @@ def test_a_pass_that_read_the_row_before_a_hand_off_leaves_one_pending_link(chai
 def test_a_pass_that_read_the_row_before_a_replan_leaves_the_new_link(chain_app, fake_clock, monkeypatch):
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     _meanwhile(monkeypatch, lambda: schedules.update(schedule.id, {"interval_seconds": 20}, fake_clock.now))
-    report = recovery.reconcile(fake_clock.now)
+    report = reconcile.reconcile(fake_clock.now)
     row = fresh(schedule.id)
     expected = link_id(schedule.id, row.current_repeat, row.current_retry)
     assert _pending(chain_app, schedule.id) == [expected]

@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy import event, func, select
 
 from app.auth.models import ApiToken, ConsoleSession, OwnerEvent, ScheduleEvent
-from app.background import PRUNE_LOCK, PRUNED_KEY, prune_once
-from app.extensions import db, get_redis
-from app.models import Backfill, BreakerTransition, Run, ScheduledJob, TriggerRequest, Workflow
+from app.infra.extensions import db, get_redis
+from app.models import Backfill, BreakerTransition, Run, Schedule, TriggerRequest, Workflow
 from app.notify.models import Delivery, DeliveryAttempt, Event
 from app.policies.retention import Retention, cutoff, runs_boundary, runs_cutoff
-from app.retention import prune
+from app.services.retention import prune
+from app.workers.background import PRUNE_LOCK, PRUNED_KEY, prune_once
 
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -62,8 +62,8 @@ def _workflow() -> int:
     return int(workflow.id)
 
 
-def _schedule(workflow_id: int, schedule_id: str, keep_runs_days: int | None = None) -> ScheduledJob:
-    schedule = ScheduledJob(id=schedule_id, name=schedule_id, workflow_id=workflow_id, owner_id=1,
+def _schedule(workflow_id: int, schedule_id: str, keep_runs_days: int | None = None) -> Schedule:
+    schedule = Schedule(id=schedule_id, name=schedule_id, workflow_id=workflow_id, owner_id=1,
                             interval_seconds=60, created_at=ago(400), updated_at=ago(400),
                             keep_runs_days=keep_runs_days)
     db.session.add(schedule)
@@ -343,7 +343,7 @@ def test_a_schedule_keeps_its_runs_for_the_days_it_names_from_1_to_3650(app, cli
         assert refused.status_code == 422 and "keep_runs_days" in refused.json["errors"], refused.json
     assert client.patch(url, json={"keep_runs_days": 3650}).json["keep_runs_days"] == 3650
     assert client.get(url).json["keep_runs_days"] == 3650
-    assert db.session.get(ScheduledJob, made.json["id"], populate_existing=True).keep_runs_days == 3650
+    assert db.session.get(Schedule, made.json["id"], populate_existing=True).keep_runs_days == 3650
     db.session.rollback()
     assert client.patch(url, json={"keep_runs_days": None}).json["keep_runs_days"] is None
 

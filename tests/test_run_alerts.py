@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from app.extensions import db
+from app.infra.extensions import db
 from app.models import Run
 from app.notify import long_runs, outbox
 from app.notify.models import Event, Webhook

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 
 from app.chain.capture import Bounded, Capture, Captured, bounded, result_text
-from app.extensions import db
+from app.infra.extensions import db
 from app.models import Run, RunOutput
 from tests.chain_driver import make_schedule, runs_of, step
 
@@ -183,15 +183,15 @@ def test_a_lone_runs_time_sits_under_its_column():
 def test_pruning_a_run_past_retention_takes_what_its_task_left_behind_and_keeps_the_newest_runs(app):
     from datetime import timedelta
 
-    from app.models import ScheduledJob, Workflow
+    from app.models import Schedule, Workflow
     from app.policies.retention import Retention
-    from app.retention import prune
+    from app.services.retention import prune
 
     now = datetime(2026, 6, 1, 12, tzinfo=UTC)
     workflow = Workflow(name="w", task="noop", owner_id=1, created_at=now - timedelta(days=400))
     db.session.add(workflow)
     db.session.flush()
-    db.session.add(ScheduledJob(id="s-kept", name="s", workflow_id=workflow.id, owner_id=1, interval_seconds=60,
+    db.session.add(Schedule(id="s-kept", name="s", workflow_id=workflow.id, owner_id=1, interval_seconds=60,
                                 created_at=now - timedelta(days=400), updated_at=now - timedelta(days=400)))
     db.session.flush()
     for days in (60, 1):

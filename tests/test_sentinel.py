@@ -13,7 +13,7 @@ import pytest
 from redis import Redis
 from redis.exceptions import RedisError
 
-from app.extensions import connect_redis
+from app.infra.extensions import connect_redis
 from tests.servers import Tls, answers_ping, free_port, wait_for
 
 SENTINEL = shutil.which("redis-sentinel")

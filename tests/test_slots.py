@@ -14,7 +14,7 @@ import pytest
 from redis import Redis
 from rq import Worker
 
-from app.chain.slots import default_concurrency
+from app.workers.slots import default_concurrency
 from tests.servers import pid_alive, wait_for
 from tests.stack import Stack, parse_instant
 

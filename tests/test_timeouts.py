@@ -14,12 +14,12 @@ from flask import current_app
 from rq.job import Job
 from sqlalchemy import select
 
-from app import clock
 from app.chain.ids import link_id
 from app.chain.mover import Mover
-from app.chain.workers import RecurWorker
-from app.extensions import db, get_queue, get_redis
+from app.infra import clock
+from app.infra.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus
+from app.workers.worker import RecurWorker
 from tests.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids
 from tests.servers import Process, RedisServer, print_logs_if_failed, start_worker, wait_for
 

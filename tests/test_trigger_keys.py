@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 from rq import SimpleWorker
 from sqlalchemy import select, update
 
-from app.extensions import db, get_queue, get_redis
+from app.infra.extensions import db, get_queue, get_redis
 from app.models import Run, TriggerRequest
 from app.policies.retention import Retention
-from app.retention import prune
+from app.services.retention import prune
 from tests.chain_driver import make_schedule
 from tests.tokens import authorized_client, token_for_app
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from app.config import sqlalchemy_url
+from app.infra.config import sqlalchemy_url
 from tests.receiver import ALL_TYPES, HangingReceiver, Receiver, TricklingReceiver
 from tests.servers import free_port, wait_for
 from tests.stack import QUICK_WEBHOOKS, Api, Stack, parse_instant

@@ -3,7 +3,7 @@ receivers need nothing new (what `recur apply` relies on to change a declared we
 
 from __future__ import annotations
 
-from app.extensions import db
+from app.infra.extensions import db
 from app.notify.models import Webhook
 from tests.tokens import authorized_client, new_owner_token
 

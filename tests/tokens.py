@@ -13,8 +13,8 @@ def token_for_app(app: Any, name: str = "tests") -> str:
     admin` issues it; shown once, as there."""
     from app.auth.models import Owner
     from app.auth.tokens import issue
-    from app.clock import utcnow
-    from app.extensions import db
+    from app.infra.clock import utcnow
+    from app.infra.extensions import db
 
     with app.app_context():
         admin = db.session.get(Owner, 1)
@@ -30,8 +30,8 @@ def token_for_env(env: dict[str, str]) -> str:
     admin` do. Each of those commands is a Python process that imports the whole app, seconds per test on a
     loaded machine; that they work as the README says is checked once (token_from_cli's test)."""
     from app import create_app
-    from app.extensions import db
-    from app.schema import ensure_schema
+    from app.infra.extensions import db
+    from app.services.schema import ensure_schema
 
     app = create_app({"DATABASE_URL": env["DATABASE_URL"], "REDIS_URL": env.get("REDIS_URL", "redis://unused")})
     ensure_schema(app)
@@ -60,10 +60,10 @@ def authorized_client(app: Any, token: str) -> Any:
 def new_owner_token(app: Any, name: str, admin: bool = False) -> str:
     """The first token of a new owner named `name` (an admin with `admin`), made in `app`'s database; call it
     inside the app's context."""
-    from app import clock
     from app.auth.models import Owner
     from app.auth.tokens import issue
-    from app.extensions import db
+    from app.infra import clock
+    from app.infra.extensions import db
 
     owner = Owner(name=name, is_admin=admin, created_at=clock.utcnow())
     db.session.add(owner)

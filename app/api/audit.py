@@ -11,10 +11,10 @@ from sqlalchemy import select
 from app.api.blueprint import api
 from app.api.errors import not_found
 from app.api.owners import admin_only
-from app.api.schemas.owners import EventPage, EventPageIn, OwnerEventPage, OwnerEventPageIn
 from app.auth.models import OwnerEvent, ScheduleEvent
 from app.auth.scope import scoped
-from app.queries import OWNER_EVENTS, SCHEDULE_EVENTS, Page, is_schedule_id, keyset_page, owned_schedule
+from app.schemas.owners import EventPage, EventPageIn, OwnerEventPage, OwnerEventPageIn
+from app.services.queries import OWNER_EVENTS, SCHEDULE_EVENTS, Page, is_schedule_id, keyset_page, owned_schedule
 
 
 @api.route("/audit/owners/", endpoint="owner_audit")

@@ -1,6 +1,6 @@
 """The API's one Blueprint: flask-smorest's, reading requests with Recur's parser (app/api/parsing.py) and
 writing into every operation what the operations share: its operationId (`<method>_<endpoint>`), whether it
-needs a token (app.api.guard decides; the document says the same), and the error statuses a request can
+needs a token (app.api.authentication decides; the document says the same), and the error statuses a request can
 get from what the operation declares. Each resource module registers its MethodViews on `api`."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
+from app.api.authentication import OPEN_ENDPOINTS
 from app.api.errors import over_quota
-from app.api.guard import OPEN_ENDPOINTS
 from app.api.parsing import OPTIONAL_JSON, RecurParser
-from app.auth import quotas
+from app.services import quotas
 
 # Answers any request can get before its view runs: gunicorn's limits (400, 414, 431) and the services (503).
 ALWAYS = (400, 414, 431, 503)

@@ -9,10 +9,14 @@ from typing import Any, TypeVar
 from flask.views import MethodView
 from sqlalchemy import select
 
-from app import calendar_edits, clock
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found
-from app.api.schemas.calendars import (
+from app.auth.scope import caller, scoped
+from app.calendars.expansion import CalendarInvalid
+from app.calendars.models import Calendar
+from app.infra import clock
+from app.infra.extensions import db
+from app.schemas.calendars import (
     CalendarDaysIn,
     CalendarDaysOut,
     CalendarIn,
@@ -20,11 +24,8 @@ from app.api.schemas.calendars import (
     CalendarPage,
     CalendarPageIn,
 )
-from app.auth.scope import caller, scoped
-from app.calendars.expansion import CalendarInvalid
-from app.calendars.models import Calendar
-from app.extensions import db
-from app.queries import CALENDARS, Page, keyset_page, owned
+from app.services import calendars as calendar_edits
+from app.services.queries import CALENDARS, Page, keyset_page, owned
 
 T = TypeVar("T")
 
@@ -37,7 +38,7 @@ def calendar_or_404(calendar_id: int, for_update: bool = False) -> Calendar:
 
 
 def edited(call: Callable[..., T], *args: Any) -> T:
-    """A call of app.calendar_edits, its refusals as the API answers them."""
+    """A call of app.services.calendars, its refusals as the API answers them."""
     try:
         return call(*args)
     except CalendarInvalid as exc:

@@ -12,12 +12,13 @@ from apispec.ext.marshmallow.common import resolve_schema_cls
 from flask import Blueprint, Flask, Response, current_app, send_from_directory
 from flask_smorest import Api
 
-from app.api import audit, guard, health, owners, runs, schedules, tasks, webhooks, workflows  # noqa: F401  (their views)
+from app.api import audit, health, owners, runs, schedules, tasks, webhooks, workflows  # noqa: F401  (their views)
+from app.api import authentication as guard
 from app.api.blueprint import api
 from app.api.calendars import Calendars  # noqa: F401  (registers its views)
 from app.api.explain import ScheduleExplain  # noqa: F401  (registers its view)
-from app.api.schemas.common import ErrorOut
-from app.api.schemas.workflows import KnownTask
+from app.schemas.common import ErrorOut
+from app.schemas.workflows import KnownTask
 from app.tasks import task_names
 
 TITLE = "Recur API"

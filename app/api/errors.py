@@ -11,8 +11,9 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from app.auth import quotas
-from app.extensions import db
+from app.infra.extensions import db
+from app.schemas.errors import field_errors
+from app.services import quotas
 from app.timing.work import WorkExceeded
 
 log = logging.getLogger(__name__)
@@ -43,23 +44,6 @@ def error_body(status: int, code: str, message: str, errors: dict[str, list[str]
     response = jsonify({"code": code, "status": status, "message": message, "errors": errors or {}})
     response.status_code = status
     return response
-
-
-def field_errors(errors: Any, prefix: str = "") -> dict[str, list[str]]:
-    """marshmallow nests errors for nested fields and lists; the API names each field by a dotted path."""
-    flat: dict[str, list[str]] = {}
-    if isinstance(errors, dict):
-        for key, value in errors.items():
-            name = f"{prefix}.{key}" if prefix else str(key)
-            if isinstance(value, dict):
-                flat.update(field_errors(value, name))
-            elif isinstance(value, list):
-                flat[name] = [str(v) for v in value]
-            else:
-                flat[name] = [str(value)]
-    else:
-        flat[prefix or "_schema"] = [str(errors)]
-    return flat
 
 
 class RequestDeadline(Exception):  # noqa: N818 - named for what happened, as TimeoutError is

@@ -1,5 +1,5 @@
-"""GET /schedules/{id}/explain/?at=...: why a schedule did or didn't run at a time (app.explain gathers the facts,
-app.policies.explain decides)."""
+"""GET /schedules/{id}/explain/?at=...: why a schedule did or didn't run at a time (app.services.explain gathers
+the facts, app.policies.explain decides)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from typing import Any
 
 from flask.views import MethodView
 
-from app import clock, timing
+from app import timing
 from app.api.blueprint import api
 from app.api.errors import ApiError
 from app.api.schedules import known_schedule, schedule_or_404
-from app.api.schemas.explain import ExplainIn, ExplainOut
-from app.explain import explain_at
+from app.infra import clock
 from app.policies.explain import Explanation
+from app.schemas.explain import ExplainIn, ExplainOut
+from app.services.explain import explain_at
 
 
 @api.route("/schedules/<schedule_id>/explain/", endpoint="schedule_explain")

@@ -12,10 +12,10 @@ from sqlalchemy import func, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.api.blueprint import api
-from app.api.schemas.fields import out
-from app.extensions import db, get_redis
-from app.models import ScheduledJob, ScheduleStatus
-from app.reconcile_stats import read_stats
+from app.infra.extensions import db, get_redis
+from app.models import Schedule, ScheduleStatus
+from app.schemas.fields import out
+from app.services.reconcile_stats import read_stats
 
 
 class HealthOut(Schema):
@@ -39,8 +39,8 @@ class Health(MethodView):
         detail = g.get("owner") is not None and g.owner.is_admin
         try:
             if detail:  # every schedule's entry of ix_scheduled_jobs_status_id; anyone else's request only pings
-                counts = db.session.execute(select(ScheduledJob.status, func.count())
-                                            .group_by(ScheduledJob.status)).all()
+                counts = db.session.execute(select(Schedule.status, func.count())
+                                            .group_by(Schedule.status)).all()
                 body["schedules"] = {status.value: 0 for status in ScheduleStatus} | dict(counts)  # `invalid`: 0 too
             else:
                 db.session.execute(select(literal(1)))

@@ -7,11 +7,14 @@ from typing import Any
 from flask.views import MethodView
 from sqlalchemy import select
 
-from app import accounts, clock
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found, validation_error
-from app.api.schemas.fields import Joined
-from app.api.schemas.owners import (
+from app.auth.models import ApiToken, Owner
+from app.auth.scope import caller
+from app.infra import clock
+from app.infra.extensions import db
+from app.schemas.fields import Joined
+from app.schemas.owners import (
     OwnerCreatedOut,
     OwnerIn,
     OwnerOut,
@@ -23,11 +26,9 @@ from app.api.schemas.owners import (
     TokenPage,
     TokenPageIn,
 )
-from app.auth import quotas
-from app.auth.models import ApiToken, Owner
-from app.auth.scope import caller
-from app.extensions import db
-from app.queries import INT_MAX, OWNERS, TOKENS, Page, keyset_page
+from app.services import owners as accounts
+from app.services import quotas
+from app.services.queries import INT_MAX, OWNERS, TOKENS, Page, keyset_page
 
 
 def admin_only() -> Owner:

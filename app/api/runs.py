@@ -8,12 +8,15 @@ from typing import Any
 from flask import Response, jsonify
 from flask.views import MethodView
 
-from app import clock, extra_runs
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found, validation_error
 from app.api.schedules import known_schedule, schedule_or_404
-from app.api.schemas.fields import iso
-from app.api.schemas.runs import (
+from app.auth.scope import caller
+from app.infra import clock
+from app.infra.extensions import db
+from app.models import Backfill, RunTrigger
+from app.schemas.fields import iso
+from app.schemas.runs import (
     BackfillIn,
     BackfillOut,
     BackfillPage,
@@ -26,10 +29,8 @@ from app.api.schemas.runs import (
     TriggeredOut,
     TriggerIn,
 )
-from app.auth.scope import caller
-from app.extensions import db
-from app.models import Backfill, RunTrigger
-from app.queries import Page, RunDetail, backfill_page, is_schedule_id, run_detail, run_page
+from app.services.outside_runs import requests
+from app.services.queries import Page, RunDetail, backfill_page, is_schedule_id, run_detail, run_page
 
 _PLAN = BackfillPlanOut()
 
@@ -87,8 +88,8 @@ class ScheduleTrigger(MethodView):
         """
         schedule = schedule_or_404(schedule_id)
         try:
-            run = extra_runs.trigger(schedule, caller().id, clock.utcnow(), body.get("overlap"), headers.get("key"))
-        except extra_runs.KeyReused as exc:
+            run = requests.trigger(schedule, caller().id, clock.utcnow(), body.get("overlap"), headers.get("key"))
+        except requests.KeyReused as exc:
             raise ApiError(409, "conflict", "This Idempotency-Key was used for another schedule.",
                            {"Idempotency-Key": ["was used for another schedule."]}) from exc
         return {"run_id": run.run_id, "schedule_id": schedule.id, "scheduled_for": run.scheduled_for,
@@ -112,9 +113,9 @@ class ScheduleBackfill(MethodView):
         """
         schedule = schedule_or_404(schedule_id)
         try:
-            times = extra_runs.backfill_times(schedule, data["start"], data["end"])
-        except extra_runs.TooMany as exc:
-            raise validation_error({"end": [f"the range holds more than {extra_runs.MAX_BACKFILL_TIMES} nominal "
+            times = requests.backfill_times(schedule, data["start"], data["end"])
+        except requests.TooMany as exc:
+            raise validation_error({"end": [f"the range holds more than {requests.MAX_BACKFILL_TIMES} nominal "
                                             "times of this schedule; backfill it in parts."]}) from exc
         except Exception as exc:
             raise ApiError(409, "conflict", f"The schedule's timing is invalid: {exc}") from exc
@@ -122,7 +123,7 @@ class ScheduleBackfill(MethodView):
             return jsonify(_PLAN.dump({"dry_run": True, "total": len(times), "times": [iso(t) for t in times]}))
         if not times:
             raise validation_error({"start": ["the range holds no nominal time of this schedule."]})
-        return extra_runs.start_backfill(schedule, data["start"], data["end"], times, data.get("overlap"),
+        return requests.start_backfill(schedule, data["start"], data["end"], times, data.get("overlap"),
                                          clock.utcnow())
 
 
@@ -156,5 +157,5 @@ class ScheduleBackfillItem(MethodView):
         backfill = db.session.get(Backfill, backfill_id) if is_schedule_id(backfill_id) else None  # a UUID too
         if backfill is None or backfill.schedule_id != schedule.id:
             raise not_found("backfill", backfill_id)
-        extra_runs.cancel_backfill(backfill, clock.utcnow())
+        requests.cancel_backfill(backfill, clock.utcnow())
         return backfill

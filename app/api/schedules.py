@@ -1,5 +1,5 @@
 """/schedules/: a schedule's life over HTTP (create, read, edit, pause, resume, delete) and the preview of a
-timing. The rules are app.schedules' (the console calls the same service); this module maps its refusals
+timing. The rules are app.services.schedules' (the console calls the same service); this module maps its refusals
 to statuses."""
 
 from __future__ import annotations
@@ -11,11 +11,14 @@ from typing import Any, TypeVar, cast
 from flask.views import MethodView
 from sqlalchemy import select
 
-from app import clock, history, schedules
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found
-from app.api.schemas.fields import Joined, iso
-from app.api.schemas.schedules import (
+from app.auth.scope import caller, scoped
+from app.infra import clock
+from app.infra.extensions import db
+from app.models import Schedule
+from app.schemas.fields import Joined, iso
+from app.schemas.schedules import (
     BatchDeleteIn,
     BatchDeleteOut,
     PauseIn,
@@ -27,16 +30,14 @@ from app.api.schemas.schedules import (
     ScheduleListIn,
     SchedulePage,
 )
-from app.auth.scope import caller, scoped
-from app.extensions import db
-from app.models import ScheduledJob
-from app.queries import Page, ScheduleFilter, is_schedule_id, owned_schedule, schedule_page, timing_text
-from app.queries import upcoming as next_times
+from app.services import history, schedules
+from app.services.queries import Page, ScheduleFilter, is_schedule_id, owned_schedule, schedule_page, timing_text
+from app.services.queries import upcoming as next_times
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def schedule_or_404(schedule_id: str) -> ScheduledJob:
+def schedule_or_404(schedule_id: str) -> Schedule:
     """The caller's schedule; another owner's is as absent as one that never was (404)."""
     schedule = owned_schedule(schedule_id)
     if schedule is None:
@@ -56,7 +57,7 @@ def known_schedule(view: F) -> F:
     return cast(F, checked)
 
 
-def detail(schedule: ScheduledJob, with_history: bool = False) -> Joined:
+def detail(schedule: Schedule, with_history: bool = False) -> Joined:
     """A schedule joined with what its timing says and its next nominal times (ScheduleDetailOut), and, for a
     read, what its run history adds up to (ScheduleDescribeOut)."""
     description = timing_text(schedule)
@@ -67,10 +68,10 @@ def detail(schedule: ScheduledJob, with_history: bool = False) -> Joined:
     return Joined(schedule, timing_description=description, next_runs=upcoming)
 
 
-def serviced(call: Any, *args: Any) -> ScheduledJob:
-    """A call of app.schedules, its refusals as the API answers them."""
+def serviced(call: Any, *args: Any) -> Schedule:
+    """A call of app.services.schedules, its refusals as the API answers them."""
     try:
-        schedule: ScheduledJob = call(*args)
+        schedule: Schedule = call(*args)
         return schedule
     except LookupError as exc:
         db.session.rollback()
@@ -192,7 +193,7 @@ class ScheduleBatchDelete(MethodView):
         Another owner's ids are left alone and reported as not found, like ids that never were.
         """
         shaped = [i for i in data["schedule_ids"] if is_schedule_id(i)]
-        owned = list(db.session.scalars(scoped(select(ScheduledJob.id), ScheduledJob)
-                                        .where(ScheduledJob.id.in_(shaped))))
+        owned = list(db.session.scalars(scoped(select(Schedule.id), Schedule)
+                                        .where(Schedule.id.in_(shaped))))
         deleted = schedules.remove(owned, clock.utcnow())
         return {"deleted": deleted, "not_found": [i for i in data["schedule_ids"] if i not in set(deleted)]}

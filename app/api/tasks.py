@@ -9,7 +9,7 @@ from flask.views import MethodView
 from marshmallow import Schema, fields
 
 from app.api.blueprint import api
-from app.api.schemas.fields import out
+from app.schemas.fields import out
 from app.tasks import get_task, task_names
 
 

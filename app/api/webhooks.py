@@ -7,11 +7,15 @@ from typing import Any
 from flask.views import MethodView
 from sqlalchemy import select
 
-from app import clock, webhooks
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found, validation_error
-from app.api.schemas.fields import Joined
-from app.api.schemas.webhooks import (
+from app.auth.actor import acting
+from app.auth.scope import caller, scoped
+from app.infra import clock
+from app.notify import redelivery
+from app.notify.models import Delivery, DeliveryAttempt, Webhook
+from app.schemas.fields import Joined
+from app.schemas.webhooks import (
     DeliveryAttemptPage,
     DeliveryAttemptPageIn,
     DeliveryOut,
@@ -22,11 +26,8 @@ from app.api.schemas.webhooks import (
     WebhookPage,
     WebhookPageIn,
 )
-from app.auth.actor import acting
-from app.auth.scope import caller, scoped
-from app.notify import redelivery
-from app.notify.models import Delivery, DeliveryAttempt, Webhook
-from app.queries import DELIVERY_ATTEMPTS, WEBHOOKS, Page, keyset_page, owned
+from app.services import webhooks
+from app.services.queries import DELIVERY_ATTEMPTS, WEBHOOKS, Page, keyset_page, owned
 
 
 def webhook_or_404(webhook_id: int) -> Webhook:

@@ -6,15 +6,17 @@ from typing import Any
 
 from flask.views import MethodView
 
-from app import breakers, clock, workflows
 from app.api.blueprint import api
 from app.api.errors import not_found
-from app.api.schemas.fields import Joined
-from app.api.schemas.workflows import BreakerOut, WorkflowIn, WorkflowOut, WorkflowPage, WorkflowPageIn
 from app.auth.actor import acting
 from app.auth.scope import caller
+from app.infra import clock
 from app.models import Workflow
-from app.queries import Page, owned, workflow_page
+from app.schemas.fields import Joined
+from app.schemas.workflows import BreakerOut, WorkflowIn, WorkflowOut, WorkflowPage, WorkflowPageIn
+from app.services import breaker as breakers
+from app.services import workflows
+from app.services.queries import Page, owned, workflow_page
 
 
 def workflow_or_404(workflow_id: int, for_update: bool = False) -> Workflow:

@@ -12,9 +12,9 @@ from typing import Any
 from flask import g, has_request_context
 from sqlalchemy import JSON, bindparam, insert
 
-from app import rawsql
 from app.auth.models import ScheduleEvent
-from app.extensions import db
+from app.infra import rawsql
+from app.infra.extensions import db
 from app.models import UTCDateTime
 
 
@@ -49,7 +49,7 @@ def record(schedule_id: str, owner_id: int, action: str, now: datetime,
     ))
 
 
-# For changes a worker makes inside a transaction of its own on the driver (app.rawsql), not
+# For changes a worker makes inside a transaction of its own on the driver (app.infra.rawsql), not
 # through the ORM session: the same row, actor "system", written in the caller's transaction.
 _SYSTEM_EVENT = rawsql.Statement(insert(ScheduleEvent.__table__).values(
     schedule_id=bindparam("e_schedule_id"), owner_id=bindparam("e_owner_id"), actor_id=None,

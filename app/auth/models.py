@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.extensions import db
+from app.infra.extensions import db
 from app.models import UTCDateTime
 
 
@@ -20,7 +20,7 @@ class Owner(db.Model):  # type: ignore[name-defined,misc]
     name: Mapped[str] = mapped_column(String(200), unique=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    # Quotas an admin set for this owner alone; NULL: the RECUR_MAX_*_PER_OWNER default (app.auth.quotas).
+    # Quotas an admin set for this owner alone; NULL: the RECUR_MAX_*_PER_OWNER default (app.services.quotas).
     max_schedules: Mapped[int | None] = mapped_column(Integer, nullable=True)
     max_webhooks: Mapped[int | None] = mapped_column(Integer, nullable=True)
     max_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -9,13 +9,13 @@ from flask import g
 from sqlalchemy import Select, select
 
 from app.auth.models import Owner
-from app.extensions import db
+from app.infra.extensions import db
 
 M = TypeVar("M")
 
 
 def caller() -> Owner:
-    """The owner the request's token names (set by app.api.guard before any API view runs)."""
+    """The owner the request's token names (set by app.api.authentication before any API view runs)."""
     owner: Owner = g.owner
     return owner
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 
 from app.auth.models import ApiToken, Owner
-from app.extensions import db
+from app.infra.extensions import db
 
 PREFIX = "recur_"
 # last_used_at is written at most this often per token: a write per request would cost every call.

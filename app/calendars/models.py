@@ -9,11 +9,11 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, UniqueConstraint, bindparam, select
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app import rawsql
-from app.extensions import db
+from app.infra import rawsql
+from app.infra.extensions import db
 from app.models import UTCDateTime
 
-MAX_CALENDARS = 100  # an owner's, at most (app.calendar_edits refuses the next)
+MAX_CALENDARS = 100  # an owner's, at most (app.services.calendars refuses the next)
 
 
 class Calendar(db.Model):  # type: ignore[name-defined,misc]

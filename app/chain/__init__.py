@@ -6,5 +6,5 @@ outcome holds the rules, finish_events what it tells the world) -> handoff (the 
 committed row; planning makes it). rows holds the statements the claim and the finish run.
 The Redis side: redis_links (put, cancel, look up pending links), mover (due links onto the queue),
 leases, running (runs listed outside the schedule lease). The RQ workers: workers, pool, horse.
-Runs outside the chain (manual, backfill) are app.outside_runs, beside it.
+Runs outside the chain (manual, backfill) are app.services.outside_runs, beside it.
 """

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app import clock, metrics, policies, rawsql
-from app.chain import concurrency, gaps, invalid, outcome, planning, rows, run_alerts, workflow_breaker
-from app.extensions import db
-from app.models import ConcurrencyPolicy, RunStatus, RunTrigger, ScheduledJob
+from app import metrics, policies
+from app.chain import breaker as workflow_breaker
+from app.chain import concurrency, gaps, invalid, outcome, planning, rows, run_alerts
+from app.infra import clock, rawsql
+from app.infra.extensions import db
+from app.models import ConcurrencyPolicy, RunStatus, RunTrigger, Schedule
 from app.policies import CatchUp, Gap, OverlapPolicy
 from app.policies.catch_up import needs_decision
 
@@ -36,7 +38,7 @@ class Claim:
     # overlap allow_all / cancel_other: the run left the chain at its start, and its successor (this
     # snapshot) is handed off now; runs it cancelled are stopped by these RQ job IDs.
     detached: bool = False
-    successor: ScheduledJob | None = None
+    successor: Schedule | None = None
     to_stop: tuple[str, ...] = ()
     schedule_id: str | None = None
 
@@ -45,7 +47,7 @@ class Claim:
 class Passed:
     """The tick was not run (recorded skipped or missed) and the chain moved on: hand off `schedule`."""
 
-    schedule: ScheduledJob | None
+    schedule: Schedule | None
     outcome: str
 
 
@@ -86,7 +88,7 @@ def claim_tick(
         (name, payload, timeout_seconds, task, overlap, run_through, backlog, workflow_id, limit, policy,
          breaker_threshold) = claimed
         catch_up: CatchUp | None = None
-        row: ScheduledJob | None = None
+        row: Schedule | None = None
         if read is not None:  # late: later ticks may have come due; the row is ours until the commit
             row = rows.schedule_of(read.first())
             catch_up = catch_up_for(row, scheduled_for, now) if row is not None else None
@@ -143,7 +145,7 @@ def is_late(scheduled_for: datetime, retry: int, now: datetime) -> bool:
     return not retry and (now - scheduled_for).total_seconds() >= LATE_CHECK_SECONDS
 
 
-def catch_up_for(schedule: ScheduledJob, scheduled_for: datetime, now: datetime) -> CatchUp | None:
+def catch_up_for(schedule: Schedule, scheduled_for: datetime, now: datetime) -> CatchUp | None:
     """The catch_up policy's decision for a late link of this (locked) row, or None when it runs its own tick."""
     if schedule.run_through is not None and scheduled_for <= schedule.run_through:
         return None  # a tick of a backlog already decided: it runs
@@ -179,7 +181,7 @@ def _pass(tx: rawsql.Transaction, schedule_id: str, nominal: datetime, now: date
 
 
 def _move_on(tx: rawsql.Transaction, schedule_id: str, after_nominal: datetime, now: datetime,
-             not_run: list[tuple[str, Gap]], keep_backlog: bool) -> ScheduledJob | None:
+             not_run: list[tuple[str, Gap]], keep_backlog: bool) -> Schedule | None:
     """Inside a claim that won the fence: the chain goes on to its next tick after `after_nominal` (its
     row locked, written, and returned to hand off from); `not_run` and any ticks skipped on the way are
     recorded. A tick passed by ends its backlog; a detached run's keeps it (the next tick is its next)."""

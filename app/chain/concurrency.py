@@ -10,12 +10,12 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, func, select, update
 
-from app import rawsql
 from app.chain import rows
-from app.extensions import db
-from app.models import Run, RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
+from app.infra import rawsql
+from app.infra.extensions import db
+from app.models import Run, RunStatus, Schedule, ScheduleStatus, UTCDateTime, Workflow
 
-_SCHEDULES = ScheduledJob.__table__
+_SCHEDULES = Schedule.__table__
 _RUNS = Run.__table__
 _WORKFLOWS = Workflow.__table__
 

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from app import metrics, rawsql
+from app import metrics
 from app.auth import audit
-from app.chain import finish_events, followers, gaps, invalid, outcome, rows
+from app.chain import finish_events, gaps, invalid, outcome, rows
+from app.chain import follow as followers
 from app.chain.capture import Captured
-from app.extensions import db
-from app.models import Run, RunStatus, RunTrigger, ScheduledJob, ScheduleStatus
+from app.infra import rawsql
+from app.infra.extensions import db
+from app.models import Run, RunStatus, RunTrigger, Schedule, ScheduleStatus
 from app.policies import Gap
 
 
 def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
-               schedule_id: str | None = None, captured: Captured | None = None) -> ScheduledJob | None:
+               schedule_id: str | None = None, captured: Captured | None = None) -> Schedule | None:
     """Record the outcome of a claimed run and advance the schedule by the success/retry/skip rules.
 
     Compare-and-set on the run: only the first to finish a run (the link itself, the worker that saw
@@ -78,8 +80,8 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
     return schedule
 
 
-def _finish_outside(tx: rawsql.Transaction, schedule: ScheduledJob, status: RunStatus, error: str | None,
-                    trigger: str, now: datetime) -> ScheduledJob | None:
+def _finish_outside(tx: rawsql.Transaction, schedule: Schedule, status: RunStatus, error: str | None,
+                    trigger: str, now: datetime) -> Schedule | None:
     """The outcome of a run that does not hold the chain. A manual, backfill or triggered run changes nothing of its
     schedule (it does not count against total_repeats); a detached tick counts (outcome.apply_outside).
     Returns the row only when it stopped (the caller then withdraws its link)."""
@@ -94,17 +96,17 @@ def _finish_outside(tx: rawsql.Transaction, schedule: ScheduledJob, status: RunS
     return schedule if schedule.status != ScheduleStatus.ACTIVE.value else None
 
 
-def _save_pause(tx: rawsql.Transaction, schedule: ScheduledJob, now: datetime) -> None:
+def _save_pause(tx: rawsql.Transaction, schedule: Schedule, now: datetime) -> None:
     """Pause by on_exhausted: the note and time, and the event saying the system did it (same commit)."""
     tx.execute(rows.SAVE_PAUSE, {"p_id": schedule.id, "p_pause_note": schedule.pause_note, "p_paused_at": now})
     audit.record_system(tx, schedule.id, schedule.owner_id, "pause", now, {"pause_note": schedule.pause_note})
 
 
 def write_off(schedule_id: str, repeat: int, retry: int, reason: str, now: datetime,
-              worker: str | None = None) -> ScheduledJob | None:
+              worker: str | None = None) -> Schedule | None:
     """Fail the running attempt of tick (repeat, retry) because the process running it is gone; with
     `worker`, only if that worker claimed it (a copy of the link that lost the fence claimed nothing)."""
-    schedule = db.session.get(ScheduledJob, schedule_id, populate_existing=True)
+    schedule = db.session.get(Schedule, schedule_id, populate_existing=True)
     run_id = schedule.running_run_id if schedule else None
     db.session.rollback()
     if run_id is None:

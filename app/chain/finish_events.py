@@ -9,9 +9,10 @@ from typing import Any
 
 from sqlalchemy import bindparam, update
 
-from app import rawsql
-from app.chain import run_alerts, workflow_breaker
-from app.models import RunStatus, ScheduledJob, ScheduleStatus, UTCDateTime
+from app.chain import breaker as workflow_breaker
+from app.chain import run_alerts
+from app.infra import rawsql
+from app.models import RunStatus, Schedule, ScheduleStatus, UTCDateTime
 from app.notify.outbox import EventType, emit
 
 _RUN_EVENTS = {
@@ -22,7 +23,7 @@ _STATUS_EVENTS = {
     ScheduleStatus.DEAD.value: EventType.SCHEDULE_DEAD, ScheduleStatus.DONE.value: EventType.SCHEDULE_DONE,
     ScheduleStatus.PAUSED.value: EventType.SCHEDULE_PAUSED,
 }
-_SCHEDULES = ScheduledJob.__table__
+_SCHEDULES = Schedule.__table__
 _RECOVERED = rawsql.Statement(
     update(_SCHEDULES).where((_SCHEDULES.c.id == bindparam("p_id")) & (_SCHEDULES.c.health == bindparam("p_late")))
     .values(health=bindparam("p_ok"), late_since=bindparam("p_none", type_=UTCDateTime()))
@@ -33,7 +34,7 @@ def _iso(instant: datetime | None) -> str | None:
     return None if instant is None else instant.isoformat().replace("+00:00", "Z")
 
 
-def after_run(tx: rawsql.Transaction, schedule: ScheduledJob, run_id: str, nominal: datetime, trigger: str | None,
+def after_run(tx: rawsql.Transaction, schedule: Schedule, run_id: str, nominal: datetime, trigger: str | None,
               status: RunStatus, error: str | None, now: datetime, has_breaker: bool,
               triggered_by: str | None = None) -> None:
     """`has_breaker`: the workflow has a circuit breaker (read with the schedule's row by the finish);
@@ -60,7 +61,7 @@ def after_run(tx: rawsql.Transaction, schedule: ScheduledJob, run_id: str, nomin
         }, now)
 
 
-def status_changed(tx: rawsql.Transaction, schedule: ScheduledJob, before: str, error: str | None,
+def status_changed(tx: rawsql.Transaction, schedule: Schedule, before: str, error: str | None,
                    now: datetime) -> None:
     event = _STATUS_EVENTS.get(schedule.status) if schedule.status != before else None
     if event is not None:

@@ -8,7 +8,8 @@ from datetime import datetime
 
 from sqlalchemy import bindparam, insert
 
-from app import metrics, rawsql
+from app import metrics
+from app.infra import rawsql
 from app.models import Run, RunStatus, RunTrigger, UTCDateTime
 from app.policies import Gap
 

@@ -16,13 +16,13 @@ from rq import Queue
 from app.chain.ids import link_id
 from app.chain.planning import link_plan
 from app.chain.redis_links import LinkPlan, cancel_link, put_link, put_links
-from app.extensions import get_queue
-from app.models import ScheduledJob, ScheduleStatus
+from app.infra.extensions import get_queue
+from app.models import Schedule, ScheduleStatus
 
 log = logging.getLogger(__name__)
 
 
-def hand_off(schedule: ScheduledJob, queue: Queue | None = None, pipeline: Pipeline | None = None) -> str | None:
+def hand_off(schedule: Schedule, queue: Queue | None = None, pipeline: Pipeline | None = None) -> str | None:
     """Make the link this committed row expects the pending one; returns its ID, or None if none is due
     (or a later tick of the schedule was put already: this row was read before it moved on).
 
@@ -49,7 +49,7 @@ def hand_off_plans(plans: list[LinkPlan], queue: Queue | None = None) -> list[st
     return put_links(queue or get_queue(), plans, current_app.config["RECUR_LINK_RESULT_TTL"])
 
 
-def withdraw(schedule: ScheduledJob, queue: Queue | None = None) -> None:
+def withdraw(schedule: Schedule, queue: Queue | None = None) -> None:
     """Take the schedule's expected pending link out of Redis (pause, delete), if Redis can be reached.
 
     Only tidiness depends on it: the committed row already fences that link, which would do nothing.
@@ -61,7 +61,7 @@ def withdraw(schedule: ScheduledJob, queue: Queue | None = None) -> None:
         log.warning("could not remove link %s from Redis (%s); it is fenced and will do nothing", job_id, exc)
 
 
-def hand_off_or_leave_to_recovery(schedule: ScheduledJob) -> None:
+def hand_off_or_leave_to_recovery(schedule: Schedule) -> None:
     """Hand off after a commit; if Redis failed in between, the next reconciliation re-creates the link."""
     try:
         hand_off(schedule)

@@ -3,7 +3,7 @@
 A timing accepted once can stop building later: tzdata drops or renames a zone, or an older version
 wrote a value this one refuses. Planning such a row raises; its callers (finishing a run, the
 reconciler) catch that here, so one bad row stops nothing else. A PATCH of the schedule's timing that
-builds again makes it active (app.schedules.update).
+builds again makes it active (app.services.schedules.update).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import CursorResult, update
 
 from app import timing
-from app.extensions import db
-from app.models import ScheduledJob, ScheduleStatus
+from app.infra.extensions import db
+from app.models import Schedule, ScheduleStatus
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def reason(exc: BaseException) -> str:
     return f"invalid timing: {what}"[:2000]
 
 
-def invalidate(schedule: ScheduledJob, exc: BaseException) -> None:
+def invalidate(schedule: Schedule, exc: BaseException) -> None:
     """Set a schedule whose next tick cannot be planned to invalid, in memory: the caller commits it."""
     schedule.status = ScheduleStatus.INVALID.value
     schedule.next_run_at = None
@@ -38,9 +38,9 @@ def invalidate(schedule: ScheduledJob, exc: BaseException) -> None:
 def mark_invalid(schedule_id: str, revision: int, exc: BaseException, now: datetime) -> bool:
     """Commit `invalid` for an idle active schedule still at `revision` (one edited meanwhile, perhaps fixed,
     is left alone). The revision moves on, so a link planned before does nothing. True if it was marked."""
-    columns = ScheduledJob.__table__.c
+    columns = Schedule.__table__.c
     result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]
-        update(ScheduledJob.__table__)
+        update(Schedule.__table__)
         .where((columns.id == schedule_id) & (columns.status == ScheduleStatus.ACTIVE.value)
                & (columns.revision == revision) & columns.running_run_id.is_(None))
         .values(status=ScheduleStatus.INVALID.value, last_error=reason(exc), next_run_at=None,

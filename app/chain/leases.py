@@ -14,7 +14,7 @@ from redis import Redis
 from redis.client import Pipeline
 from redis.exceptions import RedisError
 
-from app import clock
+from app.infra import clock
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def holders(redis: Redis, schedule_ids: list[str]) -> list[str | None]:
 # PULSE_TTL_SHARE of a lease). Whoever finds it lapsed while Redis still holds its data opens an unsure
 # window (a lease plus the Redis timeout: time for every live holder to renew) in which no run is written
 # off for a missing lease. The epoch key is there as long as Redis keeps its data: the reconciler pass that
-# finds it missing (Redis flushed, or restarted empty) writes nothing off either (app.recovery).
+# finds it missing (Redis flushed, or restarted empty) writes nothing off either (app.services.reconcile).
 EPOCH_KEY = "recur:epoch"
 PULSE_KEY = "recur:pulse"
 UNSURE_KEY = "recur:leases-unsure"

@@ -15,7 +15,7 @@ from rq.job import Job
 from rq.utils import utcformat, utcparse
 
 from app.chain.redis_links import QUEUE_PREFIX, SCHEDULED_PREFIX, revision_of, scheduled_key
-from app.clock import HOST_SKEW_ALLOWANCE_SECONDS
+from app.infra.clock import HOST_SKEW_ALLOWANCE_SECONDS
 
 # A link popped off the queue (or started) but not claimed within this long lost its worker on the way.
 IN_HAND_GRACE_SECONDS = 10.0

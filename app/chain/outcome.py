@@ -10,11 +10,11 @@ from datetime import datetime
 
 from app import policies
 from app.chain import planning
-from app.models import PAUSE_NOTE_MAX, OnExhausted, RunStatus, RunTrigger, ScheduledJob, ScheduleStatus
+from app.models import PAUSE_NOTE_MAX, OnExhausted, RunStatus, RunTrigger, Schedule, ScheduleStatus
 from app.policies import CatchUpPolicy, Gap, OverlapPolicy
 
 
-def apply(schedule: ScheduledJob, status: RunStatus, error: str | None, nominal: datetime,
+def apply(schedule: Schedule, status: RunStatus, error: str | None, nominal: datetime,
           now: datetime, gaps: list[tuple[str, Gap]]) -> bool:
     """Advance the schedule (in memory) by the outcome; True when on_exhausted=pause paused it."""
     schedule.running_run_id = None
@@ -43,7 +43,7 @@ def apply(schedule: ScheduledJob, status: RunStatus, error: str | None, nominal:
     return False
 
 
-def exhausted(schedule: ScheduledJob, error: str | None, nominal: datetime, now: datetime,
+def exhausted(schedule: Schedule, error: str | None, nominal: datetime, now: datetime,
               gaps: list[tuple[str, Gap]] | None = None) -> bool:
     """The tick failed with no retry left: the schedule's on_exhausted decides. True when it paused."""
     policy = schedule.on_exhausted
@@ -64,14 +64,14 @@ def exhausted(schedule: ScheduledJob, error: str | None, nominal: datetime, now:
     return False
 
 
-def next_tick(schedule: ScheduledJob, after_nominal: datetime, now: datetime, gaps: list[tuple[str, Gap]]) -> None:
+def next_tick(schedule: Schedule, after_nominal: datetime, now: datetime, gaps: list[tuple[str, Gap]]) -> None:
     """The tick is over (run, skipped or given up): the chain goes on to the next one."""
     schedule.current_repeat += 1
     schedule.current_retry = 0
     advance(schedule, after_nominal, now, gaps)
 
 
-def advance(schedule: ScheduledJob, after_nominal: datetime, now: datetime, gaps: list[tuple[str, Gap]]) -> None:
+def advance(schedule: Schedule, after_nominal: datetime, now: datetime, gaps: list[tuple[str, Gap]]) -> None:
     """Plan the next tick; a paused schedule keeps no next time, a schedule with no more ticks is done.
 
     A backlog (catch_up=all, overlap=buffer_*) goes on to its next tick. Otherwise ticks that came due
@@ -110,13 +110,13 @@ def advance(schedule: ScheduledJob, after_nominal: datetime, now: datetime, gaps
         schedule.next_run_at = upcoming
 
 
-def end(schedule: ScheduledJob, status: ScheduleStatus) -> None:
+def end(schedule: Schedule, status: ScheduleStatus) -> None:
     """The chain stops: done or dead."""
     schedule.status = status.value
     schedule.next_run_at = None
 
 
-def apply_outside(schedule: ScheduledJob, status: RunStatus, error: str | None, now: datetime) -> bool:
+def apply_outside(schedule: Schedule, status: RunStatus, error: str | None, now: datetime) -> bool:
     """The outcome of a tick run detached by overlap allow_all or cancel_other, in memory: it counts as a
     tick does, and with no retry (the chain has moved on) a failure is the tick's last: on_exhausted
     decides. True when it paused the schedule."""

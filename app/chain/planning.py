@@ -9,11 +9,11 @@ from typing import Any
 from app import timing
 from app.calendars.models import calendar_days
 from app.chain.redis_links import LinkPlan
-from app.clock import ceil_second
-from app.models import ScheduledJob
+from app.infra.clock import ceil_second
+from app.models import Schedule
 
 
-def spec_of(schedule: ScheduledJob) -> timing.Spec:
+def spec_of(schedule: Schedule) -> timing.Spec:
     # anchor_explicit: without anchor_date an rrule's DTSTART is the creation instant, never itself a run
     fields = {**schedule.timing_fields(), "anchor_explicit": bool(schedule.anchor_explicit)}
     if schedule.calendar_id is not None:  # its calendar's days, the same frozenset while the calendar stands
@@ -35,7 +35,7 @@ def _cached_spec(fields: tuple[tuple[str, Any], ...]) -> timing.Spec:
     return timing.build_spec({name: list(v) if isinstance(v, tuple) else v for name, v in fields})
 
 
-def default_anchor(schedule: ScheduledJob, now: datetime) -> datetime:
+def default_anchor(schedule: Schedule, now: datetime) -> datetime:
     """The anchor of a schedule created (or resumed) now without an explicit one.
 
     A sub-day interval keeps now's milliseconds: schedules created at different moments then fire at
@@ -47,7 +47,7 @@ def default_anchor(schedule: ScheduledJob, now: datetime) -> datetime:
     return ceil_second(now)
 
 
-def first_nominal(schedule: ScheduledJob, now: datetime) -> datetime | None:
+def first_nominal(schedule: Schedule, now: datetime) -> datetime | None:
     """The first tick of a new or resumed schedule: never at once.
 
     An interval without an explicit anchor is anchored on the creation or resume instant (see
@@ -60,12 +60,12 @@ def first_nominal(schedule: ScheduledJob, now: datetime) -> datetime | None:
     return spec.next_after(now)
 
 
-def next_nominal(schedule: ScheduledJob, after_nominal: datetime, now: datetime) -> datetime | None:
+def next_nominal(schedule: Schedule, after_nominal: datetime, now: datetime) -> datetime | None:
     """Fixed rate: the next grid slot after the tick just run; slots already past are skipped, not run late."""
     return spec_of(schedule).next_after(max(now, after_nominal))
 
 
-def backoff_base_seconds(schedule: ScheduledJob, nominal: datetime) -> int:
+def backoff_base_seconds(schedule: Schedule, nominal: datetime) -> int:
     """The interval that retries back off from: the schedule's interval, or for calendar kinds the
     gap between this tick and the one after it (at least one second)."""
     if schedule.interval_seconds:
@@ -76,7 +76,7 @@ def backoff_base_seconds(schedule: ScheduledJob, nominal: datetime) -> int:
     return max(1, int((following - nominal).total_seconds()))
 
 
-def retry_at(schedule: ScheduledJob, nominal: datetime, now: datetime) -> datetime:
+def retry_at(schedule: Schedule, nominal: datetime, now: datetime) -> datetime:
     delay = timing.retry_delay(backoff_base_seconds(schedule, nominal), schedule.current_retry)
     return timing.to_utc(now, "now") + timedelta(seconds=delay)
 
@@ -86,7 +86,7 @@ def draws_jitter(jitter_seconds: int | None, retry: int) -> bool:
     return bool(jitter_seconds) and retry == 0
 
 
-def link_plan(schedule: ScheduledJob) -> LinkPlan:
+def link_plan(schedule: Schedule) -> LinkPlan:
     """The link that should be pending for this schedule's current state."""
     assert schedule.next_run_at is not None
     nominal = schedule.next_run_at

@@ -2,7 +2,7 @@
 built once; a schedule row as a snapshot detached from the session; and warm_up.
 
 The hot path (claim, finish) runs Core statements, built once, each in its own short transaction on the
-database driver (app.rawsql), not through the ORM session: SQLAlchemy's machinery cost more per run than
+database driver (app.infra.rawsql), not through the ORM session: SQLAlchemy's machinery cost more per run than
 the rest of a link.
 """
 
@@ -15,11 +15,11 @@ from typing import Any
 from sqlalchemy import bindparam, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app import rawsql
-from app.extensions import db
-from app.models import Run, RunOutput, RunStatus, RunTrigger, ScheduledJob, ScheduleStatus, UTCDateTime, Workflow
+from app.infra import rawsql
+from app.infra.extensions import db
+from app.models import Run, RunOutput, RunStatus, RunTrigger, Schedule, ScheduleStatus, UTCDateTime, Workflow
 
-SCHEDULES = ScheduledJob.__table__
+SCHEDULES = Schedule.__table__
 RUNS = Run.__table__
 
 
@@ -103,7 +103,7 @@ LOAD_SCHEDULE = rawsql.Statement(
            .scalar_subquery().label("workflow_breaker_threshold"))
     .where(SCHEDULES.c.id == bindparam("p_id")).with_for_update(of=SCHEDULES)
 )
-# A finish's locked read: LOAD_SCHEDULE's, and whether any schedule follows this one (app.chain.followers), so
+# A finish's locked read: LOAD_SCHEDULE's, and whether any schedule follows this one (app.chain.follow), so
 # a finish of a schedule nothing follows reads no followers (the index on after_schedule_id answers it).
 _FOLLOWER = SCHEDULES.alias("follower")
 LOAD_FINISHING = rawsql.Statement(
@@ -149,37 +149,37 @@ HOT_PATH = (CLAIM, FINISH_RUN, LOAD_SCHEDULE, LOAD_FINISHING, SAVE_CHAIN_STATE, 
 _SCHEDULE_COLUMNS = READ_CLAIMED.columns
 
 
-def values_of(schedule: ScheduledJob, columns: tuple[str, ...]) -> dict[str, Any]:
+def values_of(schedule: Schedule, columns: tuple[str, ...]) -> dict[str, Any]:
     """The bound values of a save statement for these columns, from the schedule as changed in memory."""
     return {f"p_{name}": getattr(schedule, name) for name in columns}
 
 
-def schedule_of(row: tuple[Any, ...] | None) -> ScheduledJob | None:
+def schedule_of(row: tuple[Any, ...] | None) -> Schedule | None:
     """A schedule from a row of READ_CLAIMED (every column of the table), detached from the session."""
     return _detached(dict(zip(_SCHEDULE_COLUMNS, row, strict=True))) if row is not None else None
 
 
-def locked_of(row: tuple[Any, ...]) -> tuple[ScheduledJob, bool]:
+def locked_of(row: tuple[Any, ...]) -> tuple[Schedule, bool]:
     """A row of LOAD_SCHEDULE: the schedule, and whether its workflow has a circuit breaker (the last column)."""
     return _detached(dict(zip(_SCHEDULE_COLUMNS, row[:-1], strict=True))), row[-1] is not None
 
 
-def finishing_of(row: tuple[Any, ...]) -> tuple[ScheduledJob, bool, bool]:
+def finishing_of(row: tuple[Any, ...]) -> tuple[Schedule, bool, bool]:
     """A row of LOAD_FINISHING: the schedule, whether its workflow has a breaker, whether anything follows it."""
     schedule, has_breaker = locked_of(row[:-1])
     return schedule, has_breaker, bool(row[-1])
 
 
-def load_locked(tx: rawsql.Transaction, schedule_id: str) -> ScheduledJob | None:
+def load_locked(tx: rawsql.Transaction, schedule_id: str) -> Schedule | None:
     row = tx.first(LOAD_SCHEDULE, {"p_id": schedule_id})
     return locked_of(row)[0] if row is not None else None
 
 
-def _detached(values: dict[str, Any]) -> ScheduledJob:
+def _detached(values: dict[str, Any]) -> Schedule:
     """A schedule from a row's values, never added to the session: reading it after the commit costs no
     query (and opens no transaction). Filled as the ORM fills loaded rows, not through __init__, whose
     38 instrumented assignments cost 85 us against 5."""
-    schedule: ScheduledJob = ScheduledJob.__mapper__.class_manager.new_instance()
+    schedule: Schedule = Schedule.__mapper__.class_manager.new_instance()
     schedule.__dict__.update(values)
     return schedule
 

@@ -3,7 +3,7 @@ lease), execute the task, complete (record the outcome and commit, then release 
 
 In-process (SimpleWorker, or any RQ worker) the link's job does all of it. The forking and pool workers
 split it: prepare() and complete() run in the worker process, and the task in the work horse or the
-work process (app.chain.horse).
+work process (app.workers.horse).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from datetime import datetime
 from flask import current_app
 from redis.client import Pipeline
 
-from app import clock, logs, rawsql
 from app.chain import claim as claims
 from app.chain import concurrency, running
 from app.chain.attempt import Attempted, execute_task
@@ -27,8 +26,9 @@ from app.chain.handoff import hand_off, hand_off_plans
 from app.chain.ids import link_id
 from app.chain.leases import Lease
 from app.chain.redis_links import LinkPlan
-from app.extensions import db, get_redis
-from app.models import RunStatus, ScheduledJob
+from app.infra import clock, logs, rawsql
+from app.infra.extensions import db, get_redis
+from app.models import RunStatus, Schedule
 from app.tasks import TaskEvent, idempotency_key
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,7 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None, captured:
 
 
 def _record_outcome(prepared: Prepared, status: RunStatus, error: str | None,
-                    captured: Captured | None) -> ScheduledJob | None:
+                    captured: Captured | None) -> Schedule | None:
     """Commit the run's outcome, retrying while the database is away (a restart, a failover, a stall) with
     the lease still held and renewed, until the run's deadline: a task that succeeded is never recorded
     as failed, nor run again, because the database blinked as it ended (DESIGN 15). Past the deadline

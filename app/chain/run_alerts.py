@@ -12,14 +12,15 @@ from typing import Any
 
 from sqlalchemy import bindparam, update
 
-from app import metrics, rawsql
+from app import metrics
 from app.chain import rows
-from app.models import Run, RunStatus, ScheduledJob, UTCDateTime
+from app.infra import rawsql
+from app.models import Run, RunStatus, Schedule, UTCDateTime
 from app.notify.outbox import EventType, emit
 from app.policies import run_alerts
 from app.policies.run_alerts import Streak
 
-_SCHEDULES = ScheduledJob.__table__
+_SCHEDULES = Schedule.__table__
 _RUNS = Run.__table__
 # The least late_after_seconds the API takes: a run started within it of its tick needs no look at the row.
 LEAST_LATE_AFTER = 1
@@ -46,7 +47,7 @@ def iso(instant: datetime | None) -> str | None:
     return None if instant is None else instant.isoformat().replace("+00:00", "Z")
 
 
-def after_claim(tx: rawsql.Transaction, schedule: ScheduledJob | None, schedule_id: str, run_id: str,
+def after_claim(tx: rawsql.Transaction, schedule: Schedule | None, schedule_id: str, run_id: str,
                 nominal: datetime, started: datetime, trigger: str) -> None:
     """In the claim that recorded run `run_id`: run.late if it started late enough. `schedule`: the row, when the
     claim read it already; a run within LEAST_LATE_AFTER of its tick costs nothing more."""
@@ -66,7 +67,7 @@ def after_claim(tx: rawsql.Transaction, schedule: ScheduledJob | None, schedule_
     tx.after_commit.append(functools.partial(metrics.alerted, EventType.RUN_LATE.value))
 
 
-def after_finish(tx: rawsql.Transaction, schedule: ScheduledJob, run_id: str, nominal: datetime, trigger: str | None,
+def after_finish(tx: rawsql.Transaction, schedule: Schedule, run_id: str, nominal: datetime, trigger: str | None,
                  status: RunStatus, now: datetime) -> dict[str, Any]:
     """In a finish, with the schedule's row locked: the failure streak moves (schedule.failing when it reaches
     failing_after), and a success settles a detached tick. Returns what a success ended, for schedule.recovered:

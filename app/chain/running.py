@@ -12,7 +12,7 @@ from redis.client import Pipeline
 from rq.command import send_command
 
 from app.chain.ids import link_id
-from app.extensions import get_redis
+from app.infra.extensions import get_redis
 
 OUTSIDE_KEY = "recur:outside-runs"  # hash: run ID -> "schedule_id job_id listed-at-epoch-seconds"
 

@@ -1,5 +1,5 @@
 """The web console at `/`: server-rendered pages over the same service layer and scoped queries as the API
-(app.schedules, app.auth.scope), signed in with an API token kept in a secure session cookie. The pages
+(app.services.schedules, app.auth.scope), signed in with an API token kept in a secure session cookie. The pages
 beyond views.py live in modules of their own (one per subject), each registering its routes on the same
 blueprint when imported here."""
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from flask import abort, render_template
 from sqlalchemy import select
 
-from app import queries
 from app.auth.models import ScheduleEvent
 from app.auth.scope import scoped
 from app.console import session
 from app.console.paging import after_of
 from app.console.views import PAGE, Page, console
+from app.services import queries
 
 
 @console.get("/schedules/<schedule_id>/events")

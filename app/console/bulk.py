@@ -1,5 +1,5 @@
 """Bulk actions on the schedules list: the rows ticked in one form (plain checkboxes, no JavaScript needed) are
-paused, resumed or, after a page that lists them, deleted, each through app.schedules as one at a time would
+paused, resumed or, after a page that lists them, deleted, each through app.services.schedules as one at a time would
 be. The ids are checked by the API's BatchDeleteIn (at most 1,000); another owner's id is as absent as one
 that never was."""
 
@@ -11,19 +11,20 @@ from flask import flash, redirect, render_template, request, url_for
 from redis.exceptions import RedisError
 from sqlalchemy import select
 
-from app import clock, queries, schedules
-from app.api.schemas.schedules import BatchDeleteIn
 from app.auth.scope import scoped
 from app.console import forms, session
 from app.console.views import Page, console
-from app.extensions import db
-from app.models import ScheduledJob
+from app.infra import clock
+from app.infra.extensions import db
+from app.models import Schedule
+from app.schemas.schedules import BatchDeleteIn
+from app.services import queries, schedules
 
 ACTIONS = {"pause": ("Paused", schedules.pause), "resume": ("Resumed", schedules.resume)}
 _IDS = BatchDeleteIn()
 
 
-def chosen() -> tuple[list[ScheduledJob], str | None]:
+def chosen() -> tuple[list[Schedule], str | None]:
     """The caller's schedules among the ticked ids (in the list's order), or why none can be acted on."""
     ids = request.form.getlist("schedule_id")
     if not ids:
@@ -32,8 +33,8 @@ def chosen() -> tuple[list[ScheduledJob], str | None]:
     if errors:
         return [], "; ".join(m for ms in errors.values() for m in ms)
     shaped = [i for i in data["schedule_ids"] if queries.is_schedule_id(i)]
-    found = db.session.scalars(scoped(select(ScheduledJob), ScheduledJob).where(ScheduledJob.id.in_(shaped))
-                               .order_by(ScheduledJob.created_at.desc(), ScheduledJob.id.desc())).all()
+    found = db.session.scalars(scoped(select(Schedule), Schedule).where(Schedule.id.in_(shaped))
+                               .order_by(Schedule.created_at.desc(), Schedule.id.desc())).all()
     return list(found), None if found else "None of those schedules exists."
 
 
@@ -83,7 +84,7 @@ def _reason(exc: Exception) -> str:
     return str(exc)
 
 
-def delete(found: list[ScheduledJob]) -> Page:
+def delete(found: list[Schedule]) -> Page:
     """First a page listing what would go; confirmed, the schedules, their runs and pending links."""
     if not request.form.get("confirm"):
         hidden = [("action", "delete"), ("confirm", "1"), *(("schedule_id", s.id) for s in found),

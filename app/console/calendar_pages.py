@@ -1,6 +1,6 @@
 """The console's calendar pages: the owner's calendars with a form to make one, and a calendar's page with
 its days of the coming year, the schedules that use it, an edit form and a delete button. Forms are checked by
-the API's CalendarIn and carried out by app.calendar_edits, so an edit re-plans as the API's does."""
+the API's CalendarIn and carried out by app.services.calendars, so an edit re-plans as the API's does."""
 
 from __future__ import annotations
 
@@ -11,16 +11,18 @@ from flask import abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 from werkzeug.datastructures import MultiDict
 
-from app import calendar_edits, clock, queries
-from app.api.schemas.calendars import CalendarIn
 from app.auth.scope import caller, scoped
 from app.calendars.expansion import CalendarInvalid
 from app.calendars.models import Calendar
 from app.console import forms, session
 from app.console.paging import after_of
 from app.console.views import PAGE, Page, console
-from app.extensions import db
-from app.models import ScheduledJob
+from app.infra import clock
+from app.infra.extensions import db
+from app.models import Schedule
+from app.schemas.calendars import CalendarIn
+from app.services import calendars as calendar_edits
+from app.services import queries
 
 _CALENDAR_IN = CalendarIn()
 _FIELDS = ("name", "country", "subdivision", "first_year", "last_year", "dates", "removed")
@@ -106,7 +108,7 @@ def calendar_page(calendar_id: int) -> Page:
     if request.method == "POST":
         values, body = _body(request.form, editing=True)
         data, errors = forms.loaded(_CALENDAR_IN, body, partial=True)
-        replanned: list[ScheduledJob] = []
+        replanned: list[Schedule] = []
         if not errors:
             try:
                 replanned = calendar_edits.update(calendar, data, clock.utcnow())
@@ -120,8 +122,8 @@ def calendar_page(calendar_id: int) -> Page:
         calendar = owned_calendar(calendar_id)
     today = clock.utcnow().date()
     days = calendar_edits.days_between(calendar, today, today + timedelta(days=365))
-    users = db.session.scalars(select(ScheduledJob).where(ScheduledJob.calendar_id == calendar.id)
-                               .order_by(ScheduledJob.name).limit(PAGE)).all()
+    users = db.session.scalars(select(Schedule).where(Schedule.calendar_id == calendar.id)
+                               .order_by(Schedule.name).limit(PAGE)).all()
     page = render_template("calendar.html", c=calendar, days=days, users=users, v=values, errors=errors)
     return (page, 422) if errors else page
 

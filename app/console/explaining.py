@@ -1,5 +1,5 @@
 """The schedule page's "Why didn't it run?" section: a time typed in the page's zone, answered by the API's own
-schema (ExplainIn) and service (app.explain), as GET /schedules/{id}/explain/ answers it."""
+schema (ExplainIn) and service (app.services.explain), as GET /schedules/{id}/explain/ answers it."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from zoneinfo import ZoneInfo
 from flask import request
 from marshmallow import ValidationError
 
-from app import clock, timing
-from app.api.schemas.explain import ExplainIn
-from app.explain import explain_at
-from app.models import ScheduledJob
+from app import timing
+from app.infra import clock
+from app.models import Schedule
 from app.policies.explain import Explanation
+from app.schemas.explain import ExplainIn
+from app.services.explain import explain_at
 
 _EXPLAIN_IN = ExplainIn()
 
@@ -27,7 +28,7 @@ class Explained:
     error: str | None = None
 
 
-def explained(schedule: ScheduledJob, zone: str) -> Explained | None:
+def explained(schedule: Schedule, zone: str) -> Explained | None:
     """The answer for `?explain_at=` (a local time in `zone`, as a datetime-local field sends it, or an ISO
     8601 instant with its offset); None when the page was not asked."""
     typed = request.args.get("explain_at")

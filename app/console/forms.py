@@ -1,5 +1,5 @@
 """The schedule form: its fields as an API body, checked by the API's own schema (ScheduleIn) and service
-(app.schedules), so the console holds no second copy of the rules; errors come back per field."""
+(app.services.schedules), so the console holds no second copy of the rules; errors come back per field."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Any
 from marshmallow import Schema, ValidationError
 from werkzeug.datastructures import MultiDict
 
-from app.api.errors import field_errors
-from app.api.schemas.fields import iso
-from app.api.schemas.runs import BackfillIn
-from app.api.schemas.schedules import ScheduleIn, ScheduleOut
-from app.clock import ceil_second
+from app.infra.clock import ceil_second
 from app.models import OnExhausted
 from app.policies import CatchUpPolicy, OverlapPolicy
+from app.schemas.errors import field_errors
+from app.schemas.fields import iso
+from app.schemas.runs import BackfillIn
+from app.schemas.schedules import ScheduleIn, ScheduleOut
 from app.timing import ON_CALENDAR
 
 KINDS = ("cron", "every", "interval_seconds", "rrule", "at", "after_seconds")

@@ -1,5 +1,5 @@
 """The console's owner pages, for admins only (anyone else gets a 403, as the API's /owners/): the owners with
-their quotas, a form to make one (checked by the API's OwnerIn, made through app.accounts; its first token
+their quotas, a form to make one (checked by the API's OwnerIn, made through app.services.owners; its first token
 shown once, in the answer to that form) and deleting one with everything it owns, recorded in the owners'
 audit trail as the API records it."""
 
@@ -8,15 +8,16 @@ from __future__ import annotations
 from flask import abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 
-from app import accounts, clock, queries
-from app.api.schemas.owners import OwnerIn
-from app.auth import quotas
 from app.auth.models import Owner
 from app.auth.scope import caller
 from app.console import forms, session
 from app.console.paging import after_of
 from app.console.views import PAGE, Page, console
-from app.extensions import db
+from app.infra import clock
+from app.infra.extensions import db
+from app.schemas.owners import OwnerIn
+from app.services import owners as accounts
+from app.services import queries, quotas
 
 _OWNER_IN = OwnerIn()
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from flask import request
 
-from app import cursors, queries
+from app.infra import cursors
+from app.services import queries
 
 
 def after_of(order: queries.Order) -> Any:

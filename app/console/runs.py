@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from flask import abort, current_app, render_template
 
-from app import queries
 from app.console import session, times
 from app.console.views import Page, console
+from app.services import queries
 
 
 @console.get("/schedules/<schedule_id>/runs/<run_id>")

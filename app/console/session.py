@@ -22,10 +22,10 @@ from flask.sessions import SecureCookieSessionInterface
 from redis.exceptions import RedisError
 from sqlalchemy import delete
 
-from app import clock
 from app.auth.models import ApiToken, ConsoleSession, Owner
 from app.auth.tokens import authenticate, digest_of
-from app.extensions import db, get_redis
+from app.infra import clock
+from app.infra.extensions import db, get_redis
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from markupsafe import Markup, escape
 
 from app.console.times import UTC_NAME, in_zone
-from app.queries import Outcome
+from app.services.queries import Outcome
 
 
 def strip(outcomes: Sequence[Outcome]) -> Markup:

@@ -1,5 +1,5 @@
 """The console's token pages: the signed-in owner's API tokens (never their secrets), a form to make one with
-an optional expiry (checked by the API's TokenIn, made through app.accounts; the secret shown once, in the
+an optional expiry (checked by the API's TokenIn, made through app.services.owners; the secret shown once, in the
 answer to that form), and revoking one. Revoking the token this console session was signed in with signs it
 out at once. Tokens are the caller's own, for an admin too, as in the API."""
 
@@ -11,15 +11,15 @@ from flask import abort, flash, g, redirect, render_template, request, url_for
 from sqlalchemy import select
 from werkzeug.wrappers import Response as BaseResponse
 
-from app import accounts, clock, queries
-from app.api.schemas.owners import TokenIn
-from app.auth import quotas
 from app.auth.models import ApiToken
 from app.auth.scope import caller
 from app.console import forms, session
 from app.console.paging import after_of
 from app.console.views import PAGE, Page, console
-from app.extensions import db
+from app.infra import clock
+from app.infra.extensions import db
+from app.schemas.owners import TokenIn
+from app.services import owners, queries, quotas
 
 _TOKEN_IN = TokenIn()
 
@@ -40,9 +40,9 @@ def token_list() -> Page:
         data, errors = forms.loaded(_TOKEN_IN, {k: v for k, v in values.items() if v})
         if not errors:
             try:
-                created = accounts.create_token(caller(), data["name"], data.get("expires_at"), clock.utcnow())
+                created = owners.create_token(caller(), data["name"], data.get("expires_at"), clock.utcnow())
                 values = {"name": "", "expires_at": ""}
-            except accounts.ExpiryPassed as exc:
+            except owners.ExpiryPassed as exc:
                 db.session.rollback()
                 errors = {"expires_at": [str(exc)]}
             except quotas.QuotaExceeded as exc:
@@ -63,7 +63,7 @@ def token_revoke(token_id: int) -> BaseResponse:
     if token is None:
         abort(404, description=f"token {token_id} does not exist")
     signed_in_with_it = g.get("token") is not None and g.token.id == token.id
-    accounts.revoke(token, clock.utcnow())
+    owners.revoke(token, clock.utcnow())
     db.session.commit()
     if signed_in_with_it:
         session.sign_out()

@@ -1,5 +1,5 @@
 """The console's pages. Each one reads through app.console.queries (scoped to the signed-in owner) and changes
-things through app.schedules, the service the API uses; nothing here decides what the API would not."""
+things through app.services.schedules, the service the API uses; nothing here decides what the API would not."""
 
 from __future__ import annotations
 
@@ -13,16 +13,17 @@ from flask import Blueprint, Response, abort, current_app, flash, g, redirect, r
 from redis.exceptions import RedisError
 from werkzeug.wrappers import Response as BaseResponse
 
-from app import clock, cursors, extra_runs, follows, history, queries, schedules, workflows
-from app.api.schemas.fields import iso
-from app.api.schemas.workflows import WorkflowIn
-from app.auth import quotas
 from app.auth.scope import caller
 from app.console import chart, explaining, forms, session, times
-from app.extensions import db, get_redis, queue_depths
-from app.models import ScheduledJob, ScheduleStatus, Workflow
+from app.infra import clock, cursors
+from app.infra.extensions import db, get_redis, queue_depths
+from app.models import Schedule, ScheduleStatus, Workflow
 from app.policies.condition import FAILED_OUTCOMES, Condition, condition
-from app.reconcile_stats import read_stats
+from app.schemas.fields import iso
+from app.schemas.workflows import WorkflowIn
+from app.services import follow, history, queries, quotas, schedules, workflows
+from app.services.outside_runs import requests
+from app.services.reconcile_stats import read_stats
 from app.tasks import task_names
 
 console = Blueprint("console", __name__, template_folder="templates", static_folder="static",
@@ -128,7 +129,7 @@ def schedule_list() -> Page:
                            statuses=[s.value for s in ScheduleStatus])
 
 
-def _condition(schedule: ScheduledJob, workflow: Workflow | None, recent: list[queries.Outcome]) -> Condition:
+def _condition(schedule: Schedule, workflow: Workflow | None, recent: list[queries.Outcome]) -> Condition:
     """What is wrong with the schedule, first (its newest runs oldest first, as recent_outcomes gives them)."""
     breaker = workflow.breaker_state if workflow is not None and workflow.breaker_threshold is not None else None
     ran = [r.status for r in recent if r.status in ("succeeded", *FAILED_OUTCOMES)]
@@ -164,7 +165,7 @@ def schedule_page(schedule_id: str) -> Page:
                            runs=found.items, total=found.total, total_capped=found.total_capped,
                            older=found.next, newest=after is not None,
                            chart=chart.timeline(points, zone=times.view_zone(schedule.timezone)), workflow=workflow,
-                           stats=history.stats(schedule), follows=follows.neighbours(schedule),
+                           stats=history.stats(schedule), follows=follow.neighbours(schedule),
                            explained=explaining.explained(schedule, times.view_zone(schedule.timezone)))
 
 
@@ -217,7 +218,7 @@ def _form(mode: str, values: dict[str, Any], errors: dict[str, list[str]], sched
     return (page, 422) if errors else page
 
 
-def _serviced(call: Any, *args: Any) -> tuple[ScheduledJob | None, dict[str, list[str]]]:
+def _serviced(call: Any, *args: Any) -> tuple[Schedule | None, dict[str, list[str]]]:
     """Run a service call as the API does; its refusals become field errors."""
     try:
         return call(*args), {}
@@ -264,7 +265,7 @@ def _act(schedule_id: str, done: str, call: Any, *args: Any) -> BaseResponse:
 def schedule_trigger(schedule_id: str) -> BaseResponse:
     schedule = _owned(schedule_id)
     try:
-        run = extra_runs.trigger(schedule, caller().id, clock.utcnow())
+        run = requests.trigger(schedule, caller().id, clock.utcnow())
         flash(f"Triggered: run {run.run_id} starts now.")
     except RedisError:
         db.session.rollback()
@@ -284,14 +285,14 @@ def schedule_backfill(schedule_id: str) -> Page:
         data, errors = forms.validated_backfill(values)
         if not errors:
             try:
-                times = extra_runs.backfill_times(schedule, data["start"], data["end"])
-            except extra_runs.TooMany:
-                errors = {"end": [f"more than {extra_runs.MAX_BACKFILL_TIMES} nominal times; backfill in parts."]}
+                times = requests.backfill_times(schedule, data["start"], data["end"])
+            except requests.TooMany:
+                errors = {"end": [f"more than {requests.MAX_BACKFILL_TIMES} nominal times; backfill in parts."]}
             except Exception as exc:
                 errors = {"_schema": [f"The schedule's timing is invalid: {exc}"]}
         if not errors and times and request.form.get("confirm"):
             try:
-                extra_runs.start_backfill(schedule, data["start"], data["end"], times, None, clock.utcnow())
+                requests.start_backfill(schedule, data["start"], data["end"], times, None, clock.utcnow())
             except RedisError:
                 db.session.rollback()
                 errors = {"_schema": ["Redis is unreachable; nothing was started. Try again."]}
@@ -322,7 +323,7 @@ def preview() -> Response:
     return answer
 
 
-def _owned(schedule_id: str) -> ScheduledJob:
+def _owned(schedule_id: str) -> Schedule:
     schedule = queries.owned_schedule(schedule_id)
     if schedule is None:
         abort(404, description=f"schedule {schedule_id} does not exist")

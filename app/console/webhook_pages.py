@@ -1,5 +1,5 @@
 """The console's webhook pages: the owner's webhooks and a form to make one (checked by the API's WebhookIn and
-made through app.webhooks; the signing secret is shown once, in the answer to that form, never again), and a
+made through app.services.webhooks; the signing secret is shown once, in the answer to that form, never again), and a
 webhook's page with its delivery log (every attempt, newest first, a page at a time by cursor, as the API's)
 and a button to send a delivery again."""
 
@@ -11,17 +11,17 @@ from flask import abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 from werkzeug.wrappers import Response as BaseResponse
 
-from app import clock, queries, webhooks
-from app.api.schemas.webhooks import EVENT_TYPES, WebhookEditIn, WebhookIn
-from app.auth import quotas
 from app.auth.actor import acting
 from app.auth.scope import caller, scoped
 from app.console import forms, session
 from app.console.paging import after_of
 from app.console.views import PAGE, Page, console
-from app.extensions import db
+from app.infra import clock
+from app.infra.extensions import db
 from app.notify import redelivery
 from app.notify.models import Delivery, DeliveryAttempt, Webhook
+from app.schemas.webhooks import EVENT_TYPES, WebhookEditIn, WebhookIn
+from app.services import queries, quotas, webhooks
 
 _WEBHOOK_IN = WebhookIn()
 _WEBHOOK_EDIT = WebhookEditIn(partial=True)

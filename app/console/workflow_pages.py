@@ -1,6 +1,6 @@
 """The console's pages of one workflow: its edit form (name, task, limits, queue, breaker settings, loaded by
 the API's WorkflowIn), deleting it, and its circuit breaker (state, transitions, reset by hand through
-app.breakers)."""
+app.services.breaker)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ from sqlalchemy import select
 from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response as BaseResponse
 
-from app import breakers, clock, queries, workflows
-from app.api.schemas.workflows import WorkflowIn, WorkflowOut
 from app.auth.actor import acting
 from app.console import forms, session
 from app.console.views import Page, console
-from app.extensions import queue_names
-from app.models import ConcurrencyPolicy, ScheduledJob, Workflow
+from app.infra import clock
+from app.infra.extensions import queue_names
+from app.models import ConcurrencyPolicy, Schedule, Workflow
+from app.schemas.workflows import WorkflowIn, WorkflowOut
+from app.services import breaker as breakers
+from app.services import queries, workflows
 from app.tasks import task_names
 
 FIELDS = ("name", "task", "max_concurrent_runs", "concurrency_policy", "breaker_threshold", "breaker_reset_seconds",
@@ -87,7 +89,7 @@ def workflow_delete(workflow_id: int) -> Page:
     """After a page that says what goes with it: the workflow, its schedules, their runs and pending runs."""
     workflow = owned_workflow(workflow_id)
     if request.method == "GET":
-        count, capped = queries.capped_count(select(ScheduledJob).where(ScheduledJob.workflow_id == workflow.id),
+        count, capped = queries.capped_count(select(Schedule).where(Schedule.workflow_id == workflow.id),
                                              queries.SCHEDULES)
         return render_template("confirm.html", title=f"Delete workflow {workflow.name}?",
                                text=f"Its {'more than ' if capped else ''}{count} schedule{'' if count == 1 else 's'} "

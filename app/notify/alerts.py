@@ -12,8 +12,8 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import select, update
 
-from app.extensions import db
-from app.models import ScheduledJob, ScheduleStatus
+from app.infra.extensions import db
+from app.models import Schedule, ScheduleStatus
 from app.notify.outbox import EventType, emit_in_session
 from app.policies.alerts import expected_tick, is_late
 
@@ -23,9 +23,9 @@ log = logging.getLogger(__name__)
 def check(now: datetime) -> list[str]:
     """Mark every late schedule; returns their ids."""
     rows = db.session.execute(
-        select(ScheduledJob.id, ScheduledJob.next_run_at, ScheduledJob.detached_since, ScheduledJob.alert_after_seconds)
-        .where((ScheduledJob.status == ScheduleStatus.ACTIVE.value) & ScheduledJob.alert_after_seconds.is_not(None)
-               & (ScheduledJob.health == "ok"))
+        select(Schedule.id, Schedule.next_run_at, Schedule.detached_since, Schedule.alert_after_seconds)
+        .where((Schedule.status == ScheduleStatus.ACTIVE.value) & Schedule.alert_after_seconds.is_not(None)
+               & (Schedule.health == "ok"))
     ).all()
     db.session.rollback()
     marked = []
@@ -34,15 +34,15 @@ def check(now: datetime) -> list[str]:
         if not is_late(expected, alert_after, now):
             continue
         changed: Any = db.session.execute(
-            update(ScheduledJob)
-            .where((ScheduledJob.id == schedule_id) & (ScheduledJob.health == "ok")
-                   & _unchanged(ScheduledJob.next_run_at, next_run_at) & _unchanged(ScheduledJob.detached_since,
+            update(Schedule)
+            .where((Schedule.id == schedule_id) & (Schedule.health == "ok")
+                   & _unchanged(Schedule.next_run_at, next_run_at) & _unchanged(Schedule.detached_since,
                                                                                     detached_since)
-                   & (ScheduledJob.status == ScheduleStatus.ACTIVE.value))
+                   & (Schedule.status == ScheduleStatus.ACTIVE.value))
             .values(health="late", late_since=now)
         )
         if changed.rowcount == 1:
-            schedule = db.session.get(ScheduledJob, schedule_id)
+            schedule = db.session.get(Schedule, schedule_id)
             assert schedule is not None
             emit_in_session(schedule.owner_id, EventType.SCHEDULE_MISSED.value, {
                 "schedule_id": schedule.id, "schedule_name": schedule.name, "expected_at": _iso(expected),

@@ -27,7 +27,7 @@ from typing import Any
 from flask import Flask, current_app
 from sqlalchemy import func, select, update
 
-from app.extensions import db
+from app.infra.extensions import db
 from app.notify import send
 from app.notify.guard import allowed_hosts, egress
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook

@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import select, text, update
 
-from app.extensions import db
-from app.models import Run, ScheduledJob
+from app.infra.extensions import db
+from app.models import Run, Schedule
 from app.notify.alerts import counted
 from app.notify.outbox import EventType, emit_in_session
 from app.policies.run_alerts import is_long
@@ -27,10 +27,10 @@ _RUNNING = text("runs.status = 'running'")
 def check(now: datetime) -> list[str]:
     """Emit run.long for every run that became long; returns their ids."""
     found = db.session.execute(
-        select(Run.id, Run.started_at, Run.scheduled_for, Run.trigger, ScheduledJob.id, ScheduledJob.owner_id,
-               ScheduledJob.name, ScheduledJob.long_after_seconds)
-        .join(ScheduledJob, ScheduledJob.id == Run.schedule_id)
-        .where(_RUNNING & Run.long_alerted_at.is_(None) & ScheduledJob.long_after_seconds.is_not(None))
+        select(Run.id, Run.started_at, Run.scheduled_for, Run.trigger, Schedule.id, Schedule.owner_id,
+               Schedule.name, Schedule.long_after_seconds)
+        .join(Schedule, Schedule.id == Run.schedule_id)
+        .where(_RUNNING & Run.long_alerted_at.is_(None) & Schedule.long_after_seconds.is_not(None))
         .limit(BATCH)
     ).all()
     db.session.rollback()

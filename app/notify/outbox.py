@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, select
 
-from app import rawsql
-from app.extensions import db
+from app.infra import rawsql
+from app.infra.extensions import db
 from app.models import UTCDateTime
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
 
@@ -86,7 +86,7 @@ def _subscribers(read: Callable[[], list[tuple[Any, ...]]], owner_id: int, event
 
 
 def emit(tx: rawsql.Transaction, owner_id: int | None, event_type: str, data: dict[str, Any], at: datetime) -> None:
-    """In a chain transaction (app.rawsql)."""
+    """In a chain transaction (app.infra.rawsql)."""
     if owner_id is None:
         return
     hooks = _subscribers(lambda: tx.execute(_WEBHOOKS_OF, {"p_owner_id": owner_id}), owner_id, event_type)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from app.extensions import db
+from app.infra.extensions import db
 from app.notify.models import Delivery, DeliveryAttempt, Event
 
 

@@ -10,8 +10,8 @@ import uuid
 
 from flask import Flask
 
-from app import clock
-from app.extensions import db, get_redis
+from app.infra import clock
+from app.infra.extensions import db, get_redis
 from app.notify import alerts, delivery, long_runs
 
 log = logging.getLogger(__name__)

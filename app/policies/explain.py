@@ -1,4 +1,4 @@
-"""Why did (or didn't) a schedule run at a time? A pure answer from facts gathered elsewhere (app.explain):
+"""Why did (or didn't) a schedule run at a time? A pure answer from facts gathered elsewhere (app.services.explain):
 what the timing makes of the time, the runs recorded around it, the schedule's pauses and state, and its
 workflow's breaker. Time is an argument (`now`); nothing here reads a clock or a database.
 

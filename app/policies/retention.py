@@ -1,6 +1,6 @@
 """Retention: how long each kind of history is kept, and from which instant a row may go.
 
-Pure decisions of (settings, a schedule's override, now); app.retention carries them out in small batches.
+Pure decisions of (settings, a schedule's override, now); app.services.retention carries them out in small batches.
 A number of days of 0 keeps that history for ever (its cutoff is None).
 """
 

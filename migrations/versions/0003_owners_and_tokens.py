@@ -10,7 +10,7 @@ Create Date: 2026-11-23 23:10:00
 import sqlalchemy as sa
 from alembic import op
 
-from app import clock
+from app.infra import clock
 
 revision = '0003'
 down_revision = '0002'

@@ -1,6 +1,6 @@
 """owners: per-owner quota overrides (schedules, webhooks, active tokens) an admin may set
 
-NULL, every existing owner's value, means the RECUR_MAX_*_PER_OWNER default (app.auth.quotas).
+NULL, every existing owner's value, means the RECUR_MAX_*_PER_OWNER default (app.services.quotas).
 
 Revision ID: 0011
 Revises: 0010

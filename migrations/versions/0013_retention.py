@@ -1,7 +1,7 @@
 """retention: a schedule's own keep_runs_days, and the indexes the pruning pass deletes through
 
 keep_runs_days NULL (every existing schedule) means RECUR_KEEP_RUNS_DAYS. Each index serves one of
-app.retention's deletes, oldest first, as a range instead of a scan of the table: events by occurred_at,
+app.services.retention's deletes, oldest first, as a range instead of a scan of the table: events by occurred_at,
 deliveries by event_id (an event goes once none of its deliveries is left), schedule_events by at,
 finished backfills by finished_at, console sessions by expires_at. Runs go through the existing
 (schedule_id, started_at) index, owner_events through its `at` index (0010).
