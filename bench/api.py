@@ -10,8 +10,8 @@ from typing import Any
 
 from bench.stack import Bench, web
 from bench.stats import percentile
-from tests.servers import wait_for
-from tests.tokens import token_for_env
+from harness.servers import wait_for
+from harness.tokens import token_for_env
 
 
 class Client:

@@ -12,8 +12,8 @@ from typing import Any
 from bench.api import Client, _ready
 from bench.stack import Bench, _epoch, web
 from bench.stats import percentile
-from tests.servers import wait_for
-from tests.tokens import token_for_env
+from harness.servers import wait_for
+from harness.tokens import token_for_env
 
 CLIENTS = 8  # as many as the Procfile's gunicorn answers at once (2 workers x 4 threads)
 

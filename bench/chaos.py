@@ -47,8 +47,8 @@ from sqlalchemy.engine import Engine, make_url
 from app.chain.link_lookup import IN_HAND_GRACE_SECONDS
 from app.infra.clock import HOST_SKEW_ALLOWANCE_SECONDS
 from bench import executions, procfs
-from tests.servers import ROOT, Process, RedisServer, free_port, start_web, start_worker, wait_for
-from tests.tokens import token_for_env
+from harness.servers import ROOT, Process, RedisServer, free_port, start_web, start_worker, wait_for
+from harness.tokens import token_for_env
 
 STALL_SECONDS = 10.0
 

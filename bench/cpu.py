@@ -24,7 +24,7 @@ from rq.registry import FinishedJobRegistry
 from bench.procfs import children, stat
 from bench.stack import BASELINE_QUEUE, Bench, RecurEnv, postgres_available, start_rq_workers, stop_all, utc
 from bench.tasks import noop
-from tests.servers import wait_for
+from harness.servers import wait_for
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

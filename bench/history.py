@@ -31,8 +31,8 @@ from bench.cpu import measure_links
 from bench.lateness import SETUP_SECONDS, steady_due
 from bench.stack import Bench, RecurEnv, utc, web
 from bench.stats import lateness_summary, percentile
-from tests.servers import Process, wait_for
-from tests.tokens import token_for_env
+from harness.servers import Process, wait_for
+from harness.tokens import token_for_env
 
 # What a pruning pass keeps in this scenario: a day of runs (the history spans four weeks: most of it goes).
 KEEP_RUNS_DAYS = 1

@@ -14,7 +14,7 @@ from rq_scheduler import Scheduler
 from bench.stack import BASELINE_QUEUE, Bench, start_rq_scheduler, start_rq_workers, stop_all, utc
 from bench.stats import lateness_summary
 from bench.tasks import read_probes, rq_chain, rqs_probe
-from tests.servers import wait_for
+from harness.servers import wait_for
 
 SETUP_SECONDS = 3  # from "load created" to the first due second; the setup takes well under this
 

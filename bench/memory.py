@@ -8,7 +8,7 @@ from typing import Any
 
 from bench.procfs import children, resident_mb, stat
 from bench.stack import Bench, utc
-from tests.servers import wait_for
+from harness.servers import wait_for
 
 
 def work_process(pid: int) -> int | None:

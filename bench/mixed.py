@@ -39,8 +39,8 @@ from bench.stack import BASELINE_QUEUE, Bench, RecurEnv, stop_all, utc, wait_wor
 from bench.stats import lateness_summary, rate
 from bench.tasks import noop
 from bench.throughput import epoch_of
-from tests.servers import Process, start_worker, wait_for
-from tests.tokens import token_for_env
+from harness.servers import Process, start_worker, wait_for
+from harness.tokens import token_for_env
 
 SLOW_QUEUE = "slow"
 

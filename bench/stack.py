@@ -30,7 +30,7 @@ from app.infra.extensions import db
 from app.models import Schedule, ScheduleStatus, Workflow
 from app.services.schema import ensure_schema
 from app.workers.slots import default_concurrency
-from tests.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
+from harness.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
 
 BASELINE_QUEUE = "bench"
 ROOT = Path(__file__).resolve().parent.parent

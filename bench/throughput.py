@@ -15,7 +15,7 @@ from bench import durable
 from bench.stack import BASELINE_QUEUE, Bench, start_rq_workers, stop_all, utc
 from bench.stats import rate
 from bench.tasks import noop
-from tests.servers import Process, wait_for
+from harness.servers import Process, wait_for
 
 
 def recur(bench: Bench, workers: int, mode: str, count: int) -> dict[str, Any]:

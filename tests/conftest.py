@@ -17,12 +17,12 @@ from app import create_app
 from app.infra import clock
 from app.infra.extensions import db
 from app.services.schema import ensure_schema
-from tests.databases import PostgresDatabases, SqliteDatabases
-from tests.pgcluster import POSTGRES_BIN, PgServer, single_server
-from tests.receiver import Receiver
-from tests.servers import LOOPBACK_EGRESS, RedisServer, free_port, print_logs_if_failed
-from tests.stack import Stack
-from tests.tokens import authorized_client, token_for_app
+from harness.databases import PostgresDatabases, SqliteDatabases
+from harness.pgcluster import POSTGRES_BIN, PgServer, single_server
+from harness.receiver import Receiver
+from harness.servers import LOOPBACK_EGRESS, RedisServer, free_port, print_logs_if_failed
+from harness.stack import Stack
+from harness.tokens import authorized_client, token_for_app
 
 
 class FakeClock:
@@ -94,7 +94,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 @pytest.fixture(scope="session")
 def databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteDatabases | PostgresDatabases]:
     """Where each test's database comes from: SQLite files, or with RECUR_TEST_POSTGRES set (the URL of a
-    PostgreSQL server, e.g. from scripts/pg-throwaway) databases on that server (tests/databases.py)."""
+    PostgreSQL server, e.g. from scripts/pg-throwaway) databases on that server (harness/databases.py)."""
     server = os.environ.get("RECUR_TEST_POSTGRES")
     if not server:
         yield SqliteDatabases(tmp_path_factory.mktemp("schema"))
@@ -125,12 +125,12 @@ def _make_app(database_url: str, redis: Redis, redis_url: str) -> Flask:
         "TESTING": True,
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
-        "RECUR_TASK_MODULES": ["tests.jobs"],
+        "RECUR_TASK_MODULES": ["harness.jobs"],
         **LOOPBACK_EGRESS,
     })
     from app.tasks import load_task_modules
 
-    load_task_modules(["tests.jobs"])
+    load_task_modules(["harness.jobs"])
     app.extensions["recur.redis"] = redis
     ensure_schema(app)
     return app
@@ -194,7 +194,7 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 
 @pytest.fixture
 def postgres() -> Iterator[PgServer]:
-    """A PostgreSQL server of the test's own, to restart, stop or stall (tests/pgcluster.py): never the
+    """A PostgreSQL server of the test's own, to restart, stop or stall (harness/pgcluster.py): never the
     database under test, which other tests share."""
     if POSTGRES_BIN is None:
         pytest.skip("PostgreSQL's server binaries are not installed")
@@ -214,7 +214,7 @@ def stack_env() -> dict[str, str]:
 def stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisServer, database_url: str,
           stack_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
     """gunicorn (and the workers a test starts) on the session's redis-server, flushed first, and the test's
-    database (tests/stack.py). The processes' logs go in a failure's report."""
+    database (harness/stack.py). The processes' logs go in a failure's report."""
     for name, value in stack_env.items():
         monkeypatch.setenv(name, value)
     Redis.from_url(redis_server.url).flushall()
@@ -239,7 +239,7 @@ def pg_stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: Redis
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    """A webhook receiver (tests/receiver.py) on a free loopback port, for the test's webhooks to send to."""
+    """A webhook receiver (harness/receiver.py) on a free loopback port, for the test's webhooks to send to."""
     receiver = Receiver(free_port())
     receiver.start()
     yield receiver

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.chain.ids import link_id
-from tests.chain_driver import scheduled_ids
+from harness.chain_driver import scheduled_ids
 
 
 def _workflow(client, task="builtin.noop"):

@@ -15,7 +15,7 @@ from sqlalchemy import update
 from app.chain.ids import link_id
 from app.infra.extensions import db
 from app.models import Schedule
-from tests.chain_driver import fresh, make_schedule, scheduled_ids, step
+from harness.chain_driver import fresh, make_schedule, scheduled_ids, step
 
 
 def _workflow(client):

@@ -14,9 +14,9 @@ from app.infra.extensions import connect_redis, db, get_queue, get_redis
 from app.models import Backfill, Run
 from app.services.outside_runs.backfills import backfill_run_id, continue_backfill, start_backfill
 from app.services.reconcile import reconcile
-from tests.chain_driver import make_schedule
-from tests.servers import free_port
-from tests.tokens import authorized_client, token_for_app
+from harness.chain_driver import make_schedule
+from harness.servers import free_port
+from harness.tokens import authorized_client, token_for_app
 
 HOUR = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.infra.extensions import get_redis
 from app.services.reconcile_stats import read_stats
 from app.workers.background import RECONCILE_LOCK, RECONCILED_KEY, reconcile_once
-from tests.chain_driver import make_schedule, scheduled_ids
+from harness.chain_driver import make_schedule, scheduled_ids
 
 
 def _passes(app) -> int:  # type: ignore[no-untyped-def]

@@ -16,9 +16,9 @@ from app.models import RunStatus, ScheduleStatus
 from app.services.reconcile import reconcile
 from app.workers import background
 from app.workers.background import run_background
-from tests.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids, step
-from tests.servers import wait_for
-from tests.tokens import authorized_client, token_for_app
+from harness.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids, step
+from harness.servers import wait_for
+from harness.tokens import authorized_client, token_for_app
 
 
 def _corrupt(schedule_id: str, **columns: Any) -> None:

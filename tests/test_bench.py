@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.quick_bench import run_quick_bench
+from harness.quick_bench import run_quick_bench
 
 pytestmark = [pytest.mark.bench, pytest.mark.database]
 

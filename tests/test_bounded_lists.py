@@ -16,9 +16,9 @@ from app.infra.extensions import db
 from app.models import Backfill, Schedule, Workflow
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
 from app.services.queries import MAX_OFFSET, TOTAL_CAP
-from tests.console_signin import HTTPS, signed_in_browser
-from tests.plans import assert_bounded, postgres_rows_read, reading, sqlite_plan
-from tests.tokens import token_for_app
+from harness.console_signin import HTTPS, signed_in_browser
+from harness.plans import assert_bounded, postgres_rows_read, reading, sqlite_plan
+from harness.tokens import token_for_app
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 LONG = TOTAL_CAP + 10_000  # beyond the cap, so every total is capped and a cursor goes deeper than an offset

@@ -14,9 +14,9 @@ from app.infra.extensions import db
 from app.models import Run
 from app.services.history import STATS_WINDOW
 from app.services.queries import MAX_RUN_OFFSET, TOTAL_CAP
-from tests.console_signin import HTTPS, signed_in_browser
-from tests.plans import assert_bounded, reading
-from tests.tokens import token_for_app
+from harness.console_signin import HTTPS, signed_in_browser
+from harness.plans import assert_bounded, reading
+from harness.tokens import token_for_app
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.chain.ids import link_id
-from tests.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids, step
+from harness.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids, step
 
 
 def _workflow(client):
@@ -112,7 +112,7 @@ def test_patch_to_yearly_cron_leaves_no_run_next_minute(app, client, fake_clock)
     assert next_due(app) == datetime(2027, 1, 1, tzinfo=UTC)
     # Nothing runs at 12:01, even if the old link had already reached a worker's hands.
     fake_clock.set(datetime(2026, 6, 1, 12, 1, 0, 500000, tzinfo=UTC))
-    from tests.chain_driver import run_due
+    from harness.chain_driver import run_due
 
     run_due(app, fake_clock.now)
     assert runs_of(schedule.id) == []

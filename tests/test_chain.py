@@ -14,7 +14,7 @@ from app.chain.redis_links import LINK_FUNC, LinkPlan, put_links
 from app.infra.extensions import get_queue, get_redis
 from app.models import RunStatus, ScheduleStatus
 from app.services.reconcile import reconcile
-from tests.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids, step
+from harness.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids, step
 
 
 def test_interval_schedule_runs_to_done_with_fixed_rate(chain_app, fake_clock):

@@ -8,7 +8,7 @@ from app.chain.ids import link_id
 from app.infra.extensions import get_redis
 from app.services.reconcile_stats import read_stats
 from app.workers.background import RECONCILE_LOCK
-from tests.chain_driver import make_schedule, scheduled_ids
+from harness.chain_driver import make_schedule, scheduled_ids
 
 
 def test_recover_runs_no_pass_while_another_process_reconciles(real_app, fake_clock):

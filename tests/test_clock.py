@@ -21,9 +21,9 @@ from app.chain.mover import Mover
 from app.infra import clock
 from app.infra.extensions import connect_redis, db, get_queue, get_redis
 from app.workers.background import reconcile_once
-from tests.chain_driver import fresh, make_schedule, runs_of, scheduled_ids
-from tests.servers import free_port
-from tests.tokens import authorized_client, token_for_app
+from harness.chain_driver import fresh, make_schedule, runs_of, scheduled_ids
+from harness.servers import free_port
+from harness.tokens import authorized_client, token_for_app
 
 
 def shift_host_clock(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:

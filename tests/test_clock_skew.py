@@ -24,8 +24,8 @@ import pytest
 from redis import Redis
 
 from app.workers.background import RECONCILE_LOCK
-from tests.servers import Process, RedisServer, start_worker, wait_for
-from tests.stack import parse_instant, serve_api
+from harness.servers import Process, RedisServer, start_worker, wait_for
+from harness.stack import parse_instant, serve_api
 
 pytestmark = pytest.mark.integration
 
@@ -104,7 +104,7 @@ def skewed(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iter
     redis = Redis.from_url(redis_server.url)
     redis.flushall()
     env = {"DATABASE_URL": database_url, "REDIS_URL": redis_server.url, "RECUR_RECONCILE_SECONDS": "1",
-           "RECUR_LEASE_SECONDS": "3", "RECUR_TASK_MODULES": "tests.jobs", MARK: uuid.uuid4().hex}
+           "RECUR_LEASE_SECONDS": "3", "RECUR_TASK_MODULES": "harness.jobs", MARK: uuid.uuid4().hex}
     web, api = serve_api({**env, **behind}, tmp_path / "web.log")
     processes: list[Process] = [web]
     try:

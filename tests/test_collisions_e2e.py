@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.servers import wait_for
-from tests.stack import Stack, parse_instant
+from harness.servers import wait_for
+from harness.stack import Stack, parse_instant
 
 pytestmark = pytest.mark.integration
 

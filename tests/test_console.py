@@ -7,8 +7,8 @@ import pytest
 
 from app.infra import clock
 from app.infra.extensions import db
-from tests.console_signin import HTTPS, console_browser, csrf_of, signed_in_browser
-from tests.tokens import new_owner_token, token_for_app
+from harness.console_signin import HTTPS, console_browser, csrf_of, signed_in_browser
+from harness.tokens import new_owner_token, token_for_app
 
 
 def _page_csrf(browser, path: str) -> str:  # type: ignore[no-untyped-def]
@@ -158,7 +158,7 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
 
     from app.infra.extensions import get_queue, get_redis
     from app.workers.background import reconcile_once
-    from tests.chain_driver import make_schedule, scheduled_ids
+    from harness.chain_driver import make_schedule, scheduled_ids
 
     schedule = make_schedule(clock.utcnow(), interval_seconds=3600)  # owner 1, the admin
     [link] = scheduled_ids(app)

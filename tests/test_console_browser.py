@@ -6,22 +6,19 @@ its own in a temporary directory)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from app.workers.slots import default_concurrency
-from tests.servers import ROOT, wait_for
+from harness.screenshots import save_screenshot
+from harness.servers import wait_for
 
 pytestmark = pytest.mark.integration
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-SHOTS = ROOT / "docs" / "screenshots"
 
 
 @pytest.fixture
@@ -40,13 +37,6 @@ def page() -> Iterator[object]:
             browser.close()
 
 
-def _shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
-    on_postgres = bool(os.environ.get("RECUR_TEST_POSTGRES"))
-    shots = Path(tempfile.gettempdir()) / "recur-screenshots-postgres" if on_postgres else SHOTS
-    shots.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
-
-
 def _history_shows(page, wanted: Callable[[str], bool]) -> bool:  # type: ignore[no-untyped-def]
     """Whether the schedule's page shows `wanted` in its history; reloads it when not, for the next look."""
     if wanted(page.locator("#history").inner_text()):
@@ -62,7 +52,7 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     base = stack.api.base
     page.goto(base + "/")
     expect(page).to_have_url(base + "/signin?next=/schedules?")
-    _shot(page, "1-signin")
+    save_screenshot(page, "1-signin")
     page.fill("#token", stack.api.token)
     page.click("button[type=submit]")
     expect(page).to_have_url(base + "/schedules")
@@ -74,7 +64,7 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     page.select_option("#w-task", "builtin.noop")
     page.click("#create-workflow")
     expect(page.locator("table.list")).to_contain_text("builtin.noop")
-    _shot(page, "2-workflows")
+    save_screenshot(page, "2-workflows")
 
     page.goto(base + "/schedules/new")
     page.fill("#f-name", "every minute")
@@ -85,7 +75,7 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     page.fill("#f-timezone", "Europe/Berlin")
     expect(page.locator("#preview")).to_contain_text("Every minute")
     expect(page.locator("#preview li")).to_have_count(5)
-    _shot(page, "3-new-schedule-with-preview")
+    save_screenshot(page, "3-new-schedule-with-preview")
     page.click("#save")
     expect(page.locator("#status")).to_have_text("active")
     schedule_url = page.url
@@ -94,13 +84,13 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     wait_for(lambda: _history_shows(page, lambda history: "succeeded" in history), 90, interval=2,
              what="the schedule's first run in its history")
     expect(page.locator("svg.chart rect")).not_to_have_count(0)
-    _shot(page, "4-schedule-after-its-first-run")
+    save_screenshot(page, "4-schedule-after-its-first-run")
 
     page.fill("#pause-note", "maintenance window")
     page.click("#pause")
     expect(page.locator("#status")).to_have_text("paused")
     expect(page.locator("#pause-note-shown")).to_contain_text("maintenance window")
-    _shot(page, "5-paused-with-a-note")
+    save_screenshot(page, "5-paused-with-a-note")
     page.click("#resume")
     expect(page.locator("#status")).to_have_text("active")
     expect(page.locator(".flash")).to_contain_text("Resumed.")
@@ -119,27 +109,27 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     page.fill("#backfill-end", (start + timedelta(minutes=3)).isoformat())
     page.click("#backfill-preview")
     expect(page.locator("#backfill-times li")).to_have_count(3)
-    _shot(page, "10-backfill-dry-run")
+    save_screenshot(page, "10-backfill-dry-run")
     page.click("#backfill-confirm")
     expect(page.locator(".flash")).to_contain_text("Backfill of 3 runs started")
     wait_for(lambda: _history_shows(page, lambda history: history.count("backfill") >= 3), 30, interval=1,
              what="the backfill's runs in the history")
-    _shot(page, "11-after-trigger-and-backfill")
+    save_screenshot(page, "11-after-trigger-and-backfill")
 
     page.goto(base + "/schedules")
     expect(page.locator("table.list")).to_contain_text("every minute")
     expect(page.locator(".strip .cell.succeeded")).not_to_have_count(0)
-    _shot(page, "6-schedules")
+    save_screenshot(page, "6-schedules")
     page.goto(base + "/health")
     expect(page.locator("#redis-state")).to_have_text("ok")
     expect(page.locator("#workers tbody tr")).to_have_count(default_concurrency(0))  # one worker.py, its slots
-    _shot(page, "7-health")
+    save_screenshot(page, "7-health")
 
     page.set_viewport_size({"width": 390, "height": 844})  # a phone
     for path, name in (("/schedules", "8-phone-schedules"), (schedule_url.removeprefix(base), "9-phone-schedule")):
         page.goto(base + path)
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), path
-        _shot(page, name)
+        save_screenshot(page, name)
 
 
 def test_the_form_puts_a_schedule_on_a_calendar_and_the_preview_moves_its_ticks_off_it(stack, page):

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 from app.infra.extensions import db
 from app.models import Schedule
-from tests.console_signin import HTTPS, csrf_of, signed_in_browser
-from tests.tokens import new_owner_token, token_for_app
+from harness.console_signin import HTTPS, csrf_of, signed_in_browser
+from harness.tokens import new_owner_token, token_for_app
 
 
 def _post(browser, path: str, data: dict[str, str]):  # type: ignore[no-untyped-def]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tests.console_signin import HTTPS, signed_in_browser
-from tests.tokens import token_for_app
+from harness.console_signin import HTTPS, signed_in_browser
+from harness.tokens import token_for_app
 
 
 def test_the_schedule_page_explains_a_time(app, client, fake_clock) -> None:  # type: ignore[no-untyped-def]

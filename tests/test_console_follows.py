@@ -4,8 +4,8 @@ follows it. No JavaScript is needed."""
 
 from __future__ import annotations
 
-from tests.console_signin import HTTPS, csrf_of, signed_in_browser
-from tests.tokens import token_for_app
+from harness.console_signin import HTTPS, csrf_of, signed_in_browser
+from harness.tokens import token_for_app
 
 
 def test_the_form_sets_after_and_the_page_shows_upstream_and_downstream(app, client) -> None:  # type: ignore[no-untyped-def]

@@ -9,8 +9,8 @@ import re
 
 from app.infra import clock
 from app.infra.extensions import db
-from tests.console_signin import HTTPS, csrf_of, signed_in_browser
-from tests.tokens import new_owner_token, token_for_app
+from harness.console_signin import HTTPS, csrf_of, signed_in_browser
+from harness.tokens import new_owner_token, token_for_app
 
 
 def _csrf(browser, path: str = "/schedules") -> str:  # type: ignore[no-untyped-def]

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.receiver import Receiver
-from tests.servers import wait_for
-from tests.stack import QUICK_WEBHOOKS, Stack
-from tests.test_console_browser import _shot
+from harness.receiver import Receiver
+from harness.screenshots import save_screenshot
+from harness.servers import wait_for
+from harness.stack import QUICK_WEBHOOKS, Stack
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +61,7 @@ def test_webhook_bulk_pause_delivery_log_schedule_policies_breaker_reset_and_aud
     page.click("#create-webhook")
     expect(page.locator("#webhook-secret")).to_contain_text("whsec_")
     secret = page.locator("#webhook-secret").inner_text()
-    _shot(page, "20-webhook-created")
+    save_screenshot(page, "20-webhook-created")
     page.click("text=Its delivery log")
     webhook_url = page.url
     assert secret not in page.content()  # shown once
@@ -74,7 +74,7 @@ def test_webhook_bulk_pause_delivery_log_schedule_policies_breaker_reset_and_aud
     for name in ("nightly-a", "nightly-b", "nightly-c"):
         page.check(f'input[aria-label="tick {name}"]')
     page.fill("#bulk-note", "database migration")
-    _shot(page, "21-bulk-pause")
+    save_screenshot(page, "21-bulk-pause")
     page.click("#bulk-pause")
     expect(page.locator(".flash")).to_contain_text("Paused 3 schedules.")
     statuses = {name: api.ok("GET", f"/api/v1/schedules/{sid}/")["status"] for name, sid in made.items()}
@@ -84,7 +84,7 @@ def test_webhook_bulk_pause_delivery_log_schedule_policies_breaker_reset_and_aud
     wait_for(lambda: _answered(page, 3), 30, interval=1, what="three deliveries answered 204 in the log")
     expect(page.locator("#deliveries")).to_contain_text("schedule.paused")
     assert len(receiver.events()) == 3
-    _shot(page, "22-webhook-delivery-log")
+    save_screenshot(page, "22-webhook-delivery-log")
     page.locator("#deliveries button:has-text('Send again')").first.click()
     expect(page.locator(".flash")).to_contain_text("will be sent again now")
     expect(page.locator("#deliveries")).to_contain_text("asked by")
@@ -97,7 +97,7 @@ def test_webhook_bulk_pause_delivery_log_schedule_policies_breaker_reset_and_aud
     page.select_option("#f-catch_up", "all")
     page.fill("#f-catch_up_limit", "5")
     page.fill("#f-catch_up_window_seconds", "3600")
-    _shot(page, "23-schedule-more-options")
+    save_screenshot(page, "23-schedule-more-options")
     page.click("#save")
     expect(page.locator(".flash")).to_contain_text("catch_up, catch_up_limit, catch_up_window_seconds, overlap")
     expect(page.locator("body")).to_contain_text("all (at most 5), window 3600 s")
@@ -126,7 +126,7 @@ def test_webhook_bulk_pause_delivery_log_schedule_policies_breaker_reset_and_aud
     expect(page.locator("#breaker-state")).to_have_text("closed")
     expect(page.locator("#breaker-history tbody tr").first).to_contain_text("reset by hand")
     expect(page.locator("#breaker-history tbody tr").first).to_contain_text("(token")
-    _shot(page, "24-breaker-reset")
+    save_screenshot(page, "24-breaker-reset")
     assert api.ok("GET", f"/api/v1/workflows/{upstream['id']}/breaker/")["history"][-1]["reason"] == "reset by hand"
 
     page.goto(base + f"/schedules/{made['nightly-a']}")
@@ -134,7 +134,7 @@ def test_webhook_bulk_pause_delivery_log_schedule_policies_breaker_reset_and_aud
     expect(page.locator("#events tbody tr").first).to_contain_text("pause")
     expect(page.locator("#events tbody tr").first).to_contain_text("database migration")
     expect(page.locator("#events tbody tr").last).to_contain_text("create")
-    _shot(page, "25-audit-trail")
+    save_screenshot(page, "25-audit-trail")
     audit_url = page.url
 
     page.set_viewport_size({"width": 390, "height": 844})  # a phone
@@ -143,7 +143,7 @@ def test_webhook_bulk_pause_delivery_log_schedule_policies_breaker_reset_and_aud
         page.goto(url)
         assert _fits(page, 390), url
     page.goto(webhook_url)
-    _shot(page, "26-phone-delivery-log")
+    save_screenshot(page, "26-phone-delivery-log")
 
 
 def test_a_token_made_signed_in_with_and_revoked_signs_out_and_the_owners_page_without_javascript(
@@ -158,7 +158,7 @@ def test_a_token_made_signed_in_with_and_revoked_signs_out_and_the_owners_page_w
     page.click("#create-token")
     expect(page.locator("#token-secret")).to_contain_text("recur_")
     secret = page.locator("#token-secret").inner_text()
-    _shot(page, "27-token-created")
+    save_screenshot(page, "27-token-created")
     page.click("text=Sign out")
 
     page.fill("#token", secret)  # signed in with the new token: revoking it ends this session
@@ -182,7 +182,7 @@ def test_a_token_made_signed_in_with_and_revoked_signs_out_and_the_owners_page_w
     page.click("#create-owner")
     expect(page.locator("#owner-token")).to_contain_text("recur_")
     team_b = page.locator("#owner-token").inner_text()
-    _shot(page, "28-owners")
+    save_screenshot(page, "28-owners")
     assert stack.api.call("GET", "/api/v1/me/", headers={"Authorization": f"Bearer {team_b}"})[1]["name"] == "team-b"
     page.locator("#owners tr", has_text="team-b").locator("text=Delete").click()
     page.click("#confirm")
@@ -194,4 +194,4 @@ def test_a_token_made_signed_in_with_and_revoked_signs_out_and_the_owners_page_w
         page.goto(base + path)
         assert _fits(page, 390), path
     page.goto(base + "/tokens")
-    _shot(page, "29-phone-tokens")
+    save_screenshot(page, "29-phone-tokens")

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from tests.stack import Stack
-from tests.test_console_browser import _shot
+from harness.screenshots import save_screenshot
+from harness.stack import Stack
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def stack_env() -> dict[str, str]:
-    return {"RECUR_TASK_MODULES": "tests.jobs"}  # the web and the worker know tests.noisy
+    return {"RECUR_TASK_MODULES": "harness.jobs"}  # the web and the worker know tests.noisy
 
 
 def _fits(page: Any, width: int) -> bool:
@@ -54,7 +54,7 @@ def test_a_failed_runs_page_shows_its_traceback_output_and_logs_and_the_lists_re
     expect(page.locator("#run-traceback")).to_contain_text("ValueError: noisy task fails on purpose")
     expect(page.locator("#run-output")).to_have_text("printed to stdout\nprinted to stderr\n")
     expect(page.locator("#run-logs")).to_contain_text("WARNING tests.noisy: logged a warning")
-    _shot(page, "12-run-page")
+    save_screenshot(page, "12-run-page")
     run_url = page.url
 
     phone = stack.console_page(browser, viewport={"width": 390, "height": 844}, is_mobile=True)
@@ -63,7 +63,7 @@ def test_a_failed_runs_page_shows_its_traceback_output_and_logs_and_the_lists_re
         assert _fits(phone, 390), url
     phone.goto(run_url)
     expect(phone.locator("#run-traceback")).to_be_visible()
-    _shot(phone, "13-run-page-phone")
+    save_screenshot(phone, "13-run-page-phone")
 
     no_js = stack.console_page(browser, viewport={"width": 1280, "height": 900}, java_script_enabled=False)
     no_js.goto(run_url)

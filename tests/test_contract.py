@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.servers import (
+from harness.servers import (
     Process,
     RedisServer,
     flask_command,
@@ -33,7 +33,7 @@ from tests.servers import (
     start_worker,
     wait_for,
 )
-from tests.tokens import token_for_env
+from harness.tokens import token_for_env
 
 
 def test_the_document_is_valid_openapi_and_covers_every_api_route(client):
@@ -83,7 +83,7 @@ def test_a_manual_runs_row_in_the_run_list_is_what_the_document_declares(app, cl
     from rq import SimpleWorker
 
     from app.infra.extensions import get_queue, get_redis
-    from tests.chain_driver import make_schedule
+    from harness.chain_driver import make_schedule
 
     schedule = make_schedule(datetime.now(UTC), interval_seconds=3600)
     assert client.post(f"/api/v1/schedules/{schedule.id}/trigger/").status_code == 202
@@ -100,7 +100,7 @@ def test_a_manual_runs_row_in_the_run_list_is_what_the_document_declares(app, cl
 
 class Web:
     def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str) -> None:
-        # Webhooks may reach loopback (the stack's egress allowlist is loopback only: tests.servers).
+        # Webhooks may reach loopback (the stack's egress allowlist is loopback only: harness.servers).
         self.env = {"DATABASE_URL": database_url, "REDIS_URL": redis.url, "RECUR_WEBHOOK_ALLOW_HOSTS": "127.0.0.1"}
         self.token = token_for_env(self.env)
         self.process: Process
@@ -196,7 +196,7 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str,
     # boundary cases as well: its documented example still runs, and test_named_calendars checks the rules.
     # A webhook's URL is taken only where it may be sent: a host that resolves, to an address the guard and
     # the deployment's egress allowlist (here loopback only, as in every test stack) allow. OpenAPI cannot
-    # state DNS or a setting: tests/contract_hooks.py points the URLs the fuzzer makes at loopback (their
+    # state DNS or a setting: harness/contract_hooks.py points the URLs the fuzzer makes at loopback (their
     # paths as generated), so they are taken, and whatever they cause to be sent stays on this machine. The
     # examples and the coverage phase's variations of them name the document's example host, which a
     # loopback-only stack refuses by design, and no hook reaches them: those phases are off for the two
@@ -223,7 +223,7 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str,
          "--suppress-health-check", "all", "--report", "vcr", "--report-vcr-path", str(cassette), "--no-color",
          *extra],
         capture_output=True, text=True, timeout=900,
-        env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false", "SCHEMATHESIS_HOOKS": "tests.contract_hooks"})
+        env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false", "SCHEMATHESIS_HOOKS": "harness.contract_hooks"})
     output = result.stdout + result.stderr
     interactions = yaml.safe_load(cassette.read_text())["http_interactions"] if cassette.exists() else []
     operations = {(i["request"]["method"], i["request"]["uri"].split("?")[0]) for i in interactions}

@@ -16,8 +16,8 @@ from app.chain import link
 from app.chain.leases import lease_key
 from app.infra.extensions import db, get_redis
 from app.models import RunStatus, Schedule
-from tests.chain_driver import fresh, make_schedule, runs_of, step
-from tests.servers import wait_for
+from harness.chain_driver import fresh, make_schedule, runs_of, step
+from harness.servers import wait_for
 
 
 def _inside(thread: threading.Thread, function: str) -> bool:

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from tests.databases import PostgresDatabases, SqliteDatabases
+from harness.databases import PostgresDatabases, SqliteDatabases
 
 pytestmark = pytest.mark.database
 

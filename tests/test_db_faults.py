@@ -1,5 +1,5 @@
 """The database restarted or stopped under a running stack (gunicorn, worker.py, redis-server) on a private
-PostgreSQL cluster of the test's own (tests/pgcluster.py), not the database under test: these run once, on
+PostgreSQL cluster of the test's own (harness/pgcluster.py), not the database under test: these run once, on
 the SQLite pass. The API answers 503 database_unavailable while the database is away (never a 500) and works
 again afterwards with no restart; pooled connections are checked before use, so a restart costs no request;
 every chain goes on; no process exits."""
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.pgcluster import POSTGRES_BIN, PgServer
-from tests.servers import wait_for
-from tests.stack import Stack, parse_instant
+from harness.pgcluster import POSTGRES_BIN, PgServer
+from harness.servers import wait_for
+from harness.stack import Stack, parse_instant
 
 needs_postgres = pytest.mark.skipif(POSTGRES_BIN is None, reason="PostgreSQL's server binaries are not installed")
 
@@ -28,7 +28,7 @@ def test_a_database_that_cannot_give_a_connection_is_a_503_not_a_500(tmp_path: P
     from app import create_app
     from app.infra.extensions import db
     from app.services.schema import ensure_schema
-    from tests.tokens import token_for_app
+    from harness.tokens import token_for_app
 
     app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{tmp_path / 'one.db'}", "REDIS_URL": "redis://x",
                       "SQLALCHEMY_ENGINE_OPTIONS": {"pool_size": 1, "max_overflow": 0, "pool_timeout": 0.2}})

@@ -13,8 +13,8 @@ from app.declarations.sync import sync
 from app.declarations.wanted import checked
 from app.tasks import declarations, get_task
 from app.tasks.declarations import DeclarationError
-from tests import declared_tasks
-from tests.chain_driver import fresh, runs_of, step
+from harness import declared_tasks
+from harness.chain_driver import fresh, runs_of, step
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +67,7 @@ def test_a_good_declaration_loads_as_the_api_loads_it(app):
     assert wanted.schedule["timezone"] == "Europe/Paris"
     assert wanted.schedule["max_retries"] == 5 and wanted.schedule["timeout_seconds"] == 120
     assert wanted.schedule["trigger_payload"] == {"args": [1], "kwargs": {"dry_run": True}}
-    assert wanted.workflow == {"name": "reports-1", "task": "tests.declared_tasks.send_report",
+    assert wanted.workflow == {"name": "reports-1", "task": "harness.declared_tasks.send_report",
                                "max_concurrent_runs": 2}
 
 
@@ -76,7 +76,7 @@ def test_what_a_declaration_refuses_before_any_app():
         recur.schedule(lambda: None, every="5m")
     recur.schedule(declared_tasks.no_arguments, every="5m")
     with pytest.raises(DeclarationError, match="declared twice"):
-        recur.schedule(declared_tasks.send_report, every="5m", key="tests.declared_tasks.no_arguments")
+        recur.schedule(declared_tasks.send_report, every="5m", key="harness.declared_tasks.no_arguments")
     with pytest.raises(DeclarationError, match="args"):
         recur.schedule(declared_tasks.send_report, every="5m", key="x", args=[object()])
     with pytest.raises(DeclarationError, match="kwargs"):
@@ -102,7 +102,7 @@ def test_decorators_stack_either_way_round_and_leave_the_function_callable():
     recur.every(timedelta(minutes=5), key="plain")(declared_tasks.no_arguments)
     plain = {d.key: d for d in declarations.settle()}["plain"]
     assert plain.plain and plain.fields == {"interval_seconds": 300}
-    assert get_task("tests.declared_tasks.no_arguments") is not None  # registered by its dotted path
+    assert get_task("harness.declared_tasks.no_arguments") is not None  # registered by its dotted path
 
 
 def test_a_plain_function_runs_through_rq_with_exactly_its_arguments(chain_app, fake_clock):

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.servers import wait_for
-from tests.stack import Stack
+from harness.servers import wait_for
+from harness.stack import Stack
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,7 @@ def restart(stack: Stack, count: int = 1, **env: str) -> None:
 
 def test_declared_schedules_sync_on_start_run_and_follow_the_code(stack: Stack, tmp_path: Path) -> None:
     calls_file = tmp_path / "calls.jsonl"
-    stack.env.update({"RECUR_TASK_MODULES": "tests.declared_schedules", "RECUR_SYNC_ON_START": "1",
+    stack.env.update({"RECUR_TASK_MODULES": "harness.declared_schedules", "RECUR_SYNC_ON_START": "1",
                       "RECUR_TEST_CALLS_FILE": str(calls_file), "TEST_DECLARED_CRON": "*/2 * * * * *"})
     restart(stack)
     tick, report = schedule(stack, "tick-cron"), schedule(stack, "reports-42")

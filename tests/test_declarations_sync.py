@@ -21,8 +21,8 @@ from app.infra.extensions import db, get_redis
 from app.models import Schedule, Workflow
 from app.services import schedules
 from app.tasks import declarations
-from tests import declared_tasks
-from tests.tokens import new_owner_token
+from harness import declared_tasks
+from harness.tokens import new_owner_token
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +77,7 @@ def test_sync_creates_then_changes_nothing_the_second_time(app):
     assert rows["reports-42"].trigger_payload == {"args": [42], "kwargs": {"dry_run": True}}
     flows = {w.id: w.task for w in db.session.scalars(select(Workflow))}
     db.session.rollback()
-    assert flows[rows["reports-42"].workflow_id] == "tests.declared_tasks.send_report"
+    assert flows[rows["reports-42"].workflow_id] == "harness.declared_tasks.send_report"
     assert flows[rows["tick-cron"].workflow_id] == "tests.declared.tick"
     # Recorded under the sync's owner (the first admin), not as "system".
     assert sorted(events()) == [("reports-42", "create", "admin (declarations sync)"),

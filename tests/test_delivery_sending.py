@@ -16,10 +16,10 @@ from app.infra import clock
 from app.infra.extensions import db
 from app.notify import delivery, send
 from app.notify.models import Delivery, DeliveryAttempt
-from tests.deliveries import pending_delivery
-from tests.receiver import Receiver, TricklingReceiver
-from tests.servers import free_port, wait_for
-from tests.tokens import authorized_client, new_owner_token
+from harness.deliveries import pending_delivery
+from harness.receiver import Receiver, TricklingReceiver
+from harness.servers import free_port, wait_for
+from harness.tokens import authorized_client, new_owner_token
 
 
 def test_a_trickling_receiver_is_cut_off_at_the_deadline() -> None:

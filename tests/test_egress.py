@@ -17,9 +17,9 @@ from app.infra.config import SettingError
 from app.infra.extensions import db
 from app.notify import delivery, guard
 from app.notify.models import DeliveryAttempt
-from tests.deliveries import pending_delivery
-from tests.receiver import Receiver
-from tests.servers import free_port
+from harness.deliveries import pending_delivery
+from harness.receiver import Receiver
+from harness.servers import free_port
 
 LOOPBACK = "127.0.0.0/8,::1,localhost"
 

@@ -5,7 +5,7 @@ ran twice when it must not have."""
 from __future__ import annotations
 
 from bench.executions import classify, parse
-from tests.chain_driver import make_schedule, runs_of, step
+from harness.chain_driver import make_schedule, runs_of, step
 
 
 def _two_flaky_ticks(chain_app, fake_clock, log_path):  # type: ignore[no-untyped-def]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tests.chain_driver import make_schedule, runs_of, step
+from harness.chain_driver import make_schedule, runs_of, step
 
 
 def _iso(instant: datetime) -> str:

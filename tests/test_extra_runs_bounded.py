@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from tests.servers import wait_for
-from tests.stack import Stack
+from harness.servers import wait_for
+from harness.stack import Stack
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +37,7 @@ def _manual(stack: Stack, schedule_id: str) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def stack_env() -> dict[str, str]:
-    return {"RECUR_TASK_MODULES": "tests.jobs"}  # the web and the workers know tests.hold
+    return {"RECUR_TASK_MODULES": "harness.jobs"}  # the web and the workers know tests.hold
 
 
 def test_waiting_manual_runs_cost_redis_the_same_whether_five_or_fifty_wait(stack: Stack, tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.pgcluster import POSTGRES_BIN, PgServer
-from tests.servers import wait_for
-from tests.stack import Stack
+from harness.pgcluster import POSTGRES_BIN, PgServer
+from harness.servers import wait_for
+from harness.stack import Stack
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(POSTGRES_BIN is None, reason="PostgreSQL's server binaries are not installed")]

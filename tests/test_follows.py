@@ -17,8 +17,8 @@ from app.infra.extensions import db, get_queue, get_redis
 from app.models import FollowTrigger, RunTrigger
 from app.services.outside_runs import follow as triggered
 from app.services.reconcile import reconcile
-from tests.chain_driver import make_schedule, runs_of, step
-from tests.tokens import authorized_client, new_owner_token
+from harness.chain_driver import make_schedule, runs_of, step
+from harness.tokens import authorized_client, new_owner_token
 
 API = "/api/v1/schedules/"
 

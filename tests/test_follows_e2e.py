@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import pid_alive, start_worker, wait_for
-from tests.stack import Stack
+from harness.servers import pid_alive, start_worker, wait_for
+from harness.stack import Stack
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +22,7 @@ A_RUNS = 3
 
 @pytest.fixture
 def stack_env() -> dict[str, str]:
-    return {"RECUR_TASK_MODULES": "tests.jobs"}
+    return {"RECUR_TASK_MODULES": "harness.jobs"}
 
 
 def _create(stack: Stack, workflow_id: int, key: str, **fields: object) -> dict:  # type: ignore[type-arg]

@@ -11,7 +11,7 @@ from app.chain.run import Prepared, prepare
 from app.infra.extensions import get_queue, get_redis
 from app.models import RunStatus
 from app.services.reconcile import reconcile
-from tests.chain_driver import fresh, make_schedule, next_due, run_due, scheduled_ids
+from harness.chain_driver import fresh, make_schedule, next_due, run_due, scheduled_ids
 
 
 def test_a_successor_being_handed_off_is_not_taken_for_missing(chain_app, fake_clock):

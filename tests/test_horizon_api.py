@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.chain_driver import fresh, make_schedule, next_due, runs_of, step
+from harness.chain_driver import fresh, make_schedule, next_due, runs_of, step
 
 
 def _workflow(client):

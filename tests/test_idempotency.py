@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.chain_driver import make_schedule, step
+from harness.chain_driver import make_schedule, step
 
 
 def _attempts(path: Path) -> list[tuple[int, int, str]]:

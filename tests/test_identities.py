@@ -14,10 +14,10 @@ from app.infra.extensions import db
 from app.models import BreakerTransition, Workflow
 from app.notify import delivery, outbox
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
-from tests.console_signin import HTTPS, signed_in_browser
-from tests.receiver import Receiver
-from tests.servers import free_port
-from tests.tokens import authorized_client, new_owner_token, token_for_app
+from harness.console_signin import HTTPS, signed_in_browser
+from harness.receiver import Receiver
+from harness.servers import free_port
+from harness.tokens import authorized_client, new_owner_token, token_for_app
 
 
 def _owner_id(name: str) -> int:

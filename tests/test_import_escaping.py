@@ -13,10 +13,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.legacy_jobs import refresh
 from recur_cli.importers.common import Imported
 from recur_cli.importers.declarations import importable
 from recur_cli.importers.rq_cron import import_config
-from tests.legacy_jobs import refresh
 
 # Text that tries to break out: every kind of line break Python or YAML ends a line at, quotes, backslashes
 # and the starts of code, mixed with anything else.
@@ -37,7 +37,7 @@ def _only_what_an_import_writes(module: str) -> None:
         if isinstance(statement, ast.Import):
             assert [alias.name for alias in statement.names] == ["recur"]
         elif isinstance(statement, ast.ImportFrom):
-            assert statement.module == "tests.legacy_jobs", ast.dump(statement)
+            assert statement.module == "harness.legacy_jobs", ast.dump(statement)
         else:
             assert isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call), ast.dump(statement)
             assert ast.unparse(statement.value.func) == "recur.register"
@@ -56,7 +56,7 @@ def test_no_name_an_rq_cron_job_holds_becomes_code(mapped: str, unmapped: str, q
     registered = [s.value for s in _statements(module)[1:] if isinstance(s, ast.Expr)]
     assert len(registered) == 1
     names = {k.arg: ast.literal_eval(k.value) for k in registered[0].keywords}  # type: ignore[attr-defined]
-    assert names["name"] == (mapped or "tests.legacy_jobs.refresh")  # a string literal, exactly
+    assert names["name"] == (mapped or "harness.legacy_jobs.refresh")  # a string literal, exactly
 
 
 @settings(max_examples=300, deadline=None)

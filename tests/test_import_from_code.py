@@ -1,5 +1,5 @@
 """`recur import rq-cron` and `recur import celery-beat`: a config written for the real libraries (rq 3's
-cron.register, Celery's crontab, solar and timedelta; tests/legacy_rq_cron.py, tests/legacy_celery.py)
+cron.register, Celery's crontab, solar and timedelta; harness/legacy_rq_cron.py, harness/legacy_celery.py)
 becomes a module of declarations, with what could not be mapped listed and why; loaded by a real worker.py
 beside the team's own modules, it creates schedules that run, each function receiving its arguments."""
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.recur_cli_runner import recur
-from tests.servers import wait_for
-from tests.stack import Stack
+from harness.recur_cli_runner import recur
+from harness.servers import wait_for
+from harness.stack import Stack
 
 NO_SERVER = "http://127.0.0.1:9"  # the importers of code never call the server
 
@@ -33,35 +33,35 @@ def declarations(text: str) -> dict[str, str]:
 
 
 def test_an_rq_cron_config_becomes_declarations_with_what_did_not_map_listed() -> None:
-    text, err = imported("rq-cron", "tests.legacy_rq_cron")
+    text, err = imported("rq-cron", "harness.legacy_rq_cron")
     found = declarations(text)
-    digest = [k for k in found if k.startswith("rq-cron/tests.legacy_jobs.send_digest-")]
+    digest = [k for k in found if k.startswith("rq-cron/harness.legacy_jobs.send_digest-")]
     assert len(digest) == 2, found  # one function registered twice: two keys, stable across imports
     every_2s = next(found[k] for k in digest if "interval=2" in found[k])
     assert "args=[7], kwargs={'dry_run': True}, timeout=30" in every_2s
     assert "cron='*/3 * * * * *', tz='UTC'" in found["rq-cron/refresh-every-3s"]  # croniter's seconds go first
-    cleanup = found["rq-cron/tests.legacy_jobs.nightly_cleanup"]
+    cleanup = found["rq-cron/harness.legacy_jobs.nightly_cleanup"]
     assert "cron='30 2 * * *'" in cleanup and "kwargs={'days': 90}" in cleanup and "timeout=3600" in cleanup
     assert "not carried: result_ttl" in text and "not carried: meta" in text
     assert "queue=" not in text and "rq's queue names are not carried" in text
-    assert "from tests.legacy_jobs import nightly_cleanup, refresh, send_digest" in text
+    assert "from harness.legacy_jobs import nightly_cleanup, refresh, send_digest" in text
     unmapped = text.split("# Not imported (3):\n")[1].split("\n\n")[0]
-    assert "tests.legacy_jobs.archive: its args are not JSON values" in unmapped
-    assert "inline: tests.legacy_rq_cron.<lambda> is not importable by its name" in unmapped
+    assert "harness.legacy_jobs.archive: its args are not JSON values" in unmapped
+    assert "inline: harness.legacy_rq_cron.<lambda> is not importable by its name" in unmapped
     assert "both: rq needs exactly one of interval= and cron=" in unmapped
     assert "3 job(s) not imported" in err
-    again, _ = imported("rq-cron", "tests.legacy_rq_cron")
+    again, _ = imported("rq-cron", "harness.legacy_rq_cron")
     assert again == text
 
-    kept, _ = imported("rq-cron", "tests.legacy_rq_cron", "--keep-queues", "--timezone", "Europe/Paris")
+    kept, _ = imported("rq-cron", "harness.legacy_rq_cron", "--keep-queues", "--timezone", "Europe/Paris")
     assert ("queue='reports', cron='*/3 * * * * *', tz='Europe/Paris'"
             in declarations(kept)["rq-cron/refresh-every-3s"])
 
 
 def test_a_celery_beat_schedule_becomes_declarations_with_what_did_not_map_listed() -> None:
-    text, err = imported("celery-beat", "tests.legacy_celery:app")
+    text, err = imported("celery-beat", "harness.legacy_celery:app")
     found = declarations(text)
-    assert "mail_digest.run" in text and "from tests.legacy_celery import mail_digest, rebuild_index" in text
+    assert "mail_digest.run" in text and "from harness.legacy_celery import mail_digest, rebuild_index" in text
     assert ("interval=2, args=[7], kwargs={'dry_run': True}, catch_up_window_seconds=30"
             in found["celery-beat/digest-every-2s"])  # options.expires: a tick that late is not run
     assert "interval=3, timeout=45" in found["celery-beat/index-every-3s"]  # the task's time_limit
@@ -72,19 +72,19 @@ def test_a_celery_beat_schedule_becomes_declarations_with_what_did_not_map_liste
     assert "not carried: options priority=5" in text
     unmapped = text.split("# Not imported (3):\n")[1].split("\n\n")[0]
     assert "at-sunrise: solar('sunrise', 48.85, 2.35): the sun's events move with the date" in unmapped
-    assert "bound-task: tests.legacy_celery.bound is a bound task (bind=True)" in unmapped
+    assert "bound-task: harness.legacy_celery.bound is a bound task (bind=True)" in unmapped
     assert "gone: the app has no task 'reports.gone'" in unmapped
     assert "3 job(s) not imported" in err
 
-    bare, _ = imported("celery-beat", "tests.legacy_celery", "--keep-queues")  # MODULE alone: its `app`
+    bare, _ = imported("celery-beat", "harness.legacy_celery", "--keep-queues")  # MODULE alone: its `app`
     assert "queue='mail'" in declarations(bare)["celery-beat/digest-every-2s"]
 
 
 def test_a_config_that_cannot_be_loaded_is_an_error() -> None:
     result = recur(NO_SERVER, None, "import", "rq-cron", "tests.no_such_config", ok=False)
     assert result.code == 1 and "cannot load the rq cron config tests.no_such_config" in result.err
-    result = recur(NO_SERVER, None, "import", "celery-beat", "tests.legacy_jobs", ok=False)
-    assert result.code == 1 and "tests.legacy_jobs has no Celery app named app or celery" in result.err
+    result = recur(NO_SERVER, None, "import", "celery-beat", "harness.legacy_jobs", ok=False)
+    assert result.code == 1 and "harness.legacy_jobs has no Celery app named app or celery" in result.err
 
 
 def calls(path: Path) -> list[dict[str, Any]]:
@@ -96,8 +96,8 @@ def calls(path: Path) -> list[dict[str, Any]]:
 @pytest.mark.integration
 def test_imported_declarations_run_on_a_real_worker(stack: Stack, tmp_path: Path) -> None:
     rq_module, celery_module = tmp_path / "imported_rq.py", tmp_path / "imported_celery.py"
-    recur(NO_SERVER, None, "import", "rq-cron", "tests.legacy_rq_cron", "-o", str(rq_module))
-    recur(NO_SERVER, None, "import", "celery-beat", "tests.legacy_celery:app", "-o", str(celery_module))
+    recur(NO_SERVER, None, "import", "rq-cron", "harness.legacy_rq_cron", "-o", str(rq_module))
+    recur(NO_SERVER, None, "import", "celery-beat", "harness.legacy_celery:app", "-o", str(celery_module))
     calls_file = tmp_path / "calls.jsonl"
     stack.env.update({
         "RECUR_TASK_MODULES": f"imported_rq={rq_module},imported_celery={celery_module}",

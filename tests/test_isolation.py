@@ -8,15 +8,15 @@ from collections import Counter
 
 import pytest
 
-from tests.servers import pid_alive, start_worker, wait_for
-from tests.stack import Stack
+from harness.servers import pid_alive, start_worker, wait_for
+from harness.stack import Stack
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def stack_env() -> dict[str, str]:
-    return {"RECUR_TASK_MODULES": "tests.jobs"}  # the web and the worker know the crashing tasks
+    return {"RECUR_TASK_MODULES": "harness.jobs"}  # the web and the worker know the crashing tasks
 
 
 def _schedule(stack: Stack, task: str, payload: dict, **fields: object) -> str:  # type: ignore[type-arg]

@@ -12,7 +12,7 @@ from app.infra import clock
 from app.infra.extensions import db, get_redis
 from app.models import RunStatus
 from app.services.reconcile import reconcile
-from tests.chain_driver import fresh, make_schedule, next_due, runs_of
+from harness.chain_driver import fresh, make_schedule, next_due, runs_of
 
 LONG_LEASE = 600
 

@@ -22,7 +22,7 @@ from app.chain.finish import finish_run
 from app.infra.extensions import db
 from app.models import Run, RunStatus, RunTrigger, Workflow
 from app.services.outside_runs import job
-from tests.chain_driver import make_schedule
+from harness.chain_driver import make_schedule
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.workers.slots import default_concurrency
-from tests.servers import wait_for
+from harness.servers import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -50,8 +50,8 @@ def test_the_procfiles_processes_as_written_count_in_one_place_per_host(tmp_path
                                                                          monkeypatch):
     """No metrics setting at all: gunicorn and worker.py, run from a checkout as the Procfile says, keep
     their metrics in the checkout's instance/metrics, and a scrape of the web adds up the workers' counts."""
-    from tests.stack import Stack
-    from tests.test_readme import copy_of_the_checkout
+    from harness.checkout import copy_of_the_checkout
+    from harness.stack import Stack
 
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     monkeypatch.setenv("RECUR_METRICS_TOKEN", TOKEN)  # every process of the stack
@@ -150,7 +150,7 @@ def test_a_missing_multiprocess_directory_is_made_not_a_crash(tmp_path):
     import subprocess
     import sys
 
-    from tests.servers import ROOT
+    from harness.servers import ROOT
 
     where = tmp_path / "not" / "there"
     count = "import app.metrics as m; m.RUNS.labels('succeeded', 'schedule').inc()"
@@ -163,7 +163,7 @@ def test_a_missing_multiprocess_directory_is_made_not_a_crash(tmp_path):
 def test_a_worker_serves_its_hosts_counters_on_its_own_port(stack):
     """A host with no web process: RECUR_METRICS_PORT makes worker.py serve the host's counters; a second
     worker of the host finds the port taken and goes on without it."""
-    from tests.servers import free_port
+    from harness.servers import free_port
 
     port = free_port()
     stack.env["RECUR_METRICS_PORT"] = str(port)

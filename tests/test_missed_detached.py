@@ -10,7 +10,7 @@ import pytest
 from app.infra.extensions import db
 from app.models import Workflow
 from app.notify import alerts
-from tests.chain_driver import fresh, make_schedule, step
+from harness.chain_driver import fresh, make_schedule, step
 
 
 @pytest.mark.parametrize("overlap", ["allow_all", "cancel_other"])

@@ -9,7 +9,7 @@ import re
 import shutil
 import subprocess
 
-from tests.servers import ROOT
+from harness.servers import ROOT
 
 KIT = ROOT / "docs" / "monitoring"
 _NAME = re.compile(r"\brecur_[a-z_]+[a-z]")

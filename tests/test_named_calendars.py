@@ -10,8 +10,8 @@ import pytest
 from app.calendars.expansion import MAX_DAYS, MAX_ENTRIES
 from app.infra.extensions import db
 from app.models import Schedule
-from tests.chain_driver import next_due, runs_of, scheduled_ids, step
-from tests.tokens import authorized_client, new_owner_token
+from harness.chain_driver import next_due, runs_of, scheduled_ids, step
+from harness.tokens import authorized_client, new_owner_token
 
 API = "/api/v1"
 

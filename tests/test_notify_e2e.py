@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.receiver import ALL_TYPES, Receiver, verify
-from tests.servers import wait_for
-from tests.stack import QUICK_WEBHOOKS, Stack, parse_instant
+from harness.receiver import ALL_TYPES, Receiver, verify
+from harness.servers import wait_for
+from harness.stack import QUICK_WEBHOOKS, Stack, parse_instant
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from app.auth.models import ScheduleEvent
 from app.infra.extensions import db
 from app.models import ScheduleStatus
 from app.services import schedules
-from tests.chain_driver import fresh, make_schedule, runs_of, scheduled_ids, step
+from harness.chain_driver import fresh, make_schedule, runs_of, scheduled_ids, step
 
 
 def _failing(now, **fields):

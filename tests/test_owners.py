@@ -10,7 +10,7 @@ import pytest
 from app.auth.models import ApiToken
 from app.infra import clock
 from app.infra.extensions import db
-from tests.tokens import authorized_client, new_owner_token
+from harness.tokens import authorized_client, new_owner_token
 
 
 def _things(client) -> tuple[int, str]:  # type: ignore[no-untyped-def]

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import create_engine
 
 from app.infra.config import sqlalchemy_url
-from tests.pgcluster import POSTGRES_BIN, PrimaryStandby
-from tests.servers import RedisServer, start_worker, wait_for
-from tests.stack import Api, parse_instant, serve_api
+from harness.pgcluster import POSTGRES_BIN, PrimaryStandby
+from harness.servers import RedisServer, start_worker, wait_for
+from harness.stack import Api, parse_instant, serve_api
 
 needs_postgres = pytest.mark.skipif(POSTGRES_BIN is None, reason="PostgreSQL's server binaries are not installed")
 

@@ -21,10 +21,10 @@ from app.chain.redis_links import LinkPlan, put_link, queue_named
 from app.infra.extensions import db, get_queue, get_redis
 from app.models import Schedule
 from app.services.reconcile import reconcile
-from tests.chain_driver import make_schedule
-from tests.servers import wait_for
-from tests.stack import Stack
-from tests.tokens import authorized_client, token_for_app
+from harness.chain_driver import make_schedule
+from harness.servers import wait_for
+from harness.stack import Stack
+from harness.tokens import authorized_client, token_for_app
 
 DUE = datetime(2030, 3, 2, 12, 0, 10, tzinfo=UTC)
 

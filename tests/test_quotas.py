@@ -13,7 +13,7 @@ from datetime import timedelta
 from app.auth.models import Owner
 from app.infra import clock
 from app.infra.extensions import db
-from tests.tokens import authorized_client
+from harness.tokens import authorized_client
 
 HTTPS = "https://localhost"
 

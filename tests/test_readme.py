@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import threading
@@ -26,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from tests.servers import free_port, print_logs_if_failed, wait_for
+from harness.checkout import copy_of_the_checkout
+from harness.servers import free_port, print_logs_if_failed, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -152,15 +152,6 @@ class _suppress_missing:
 
     def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
         return kind is ProcessLookupError
-
-
-def copy_of_the_checkout(dest: Path) -> Path:
-    """What `scripts/up` runs from, without the virtualenv (linked: nothing is installed) or local state."""
-    shutil.copytree(ROOT, dest, symlinks=True, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "instance", "site", "tests", "bench", "docs", "__pycache__", "*.egg-info", ".*_cache",
-        ".hypothesis", ".schemathesis", "mytasks*"))
-    (dest / ".venv").symlink_to(ROOT / ".venv")
-    return dest
 
 
 def api_get(base: str, token: str, path: str) -> Any:

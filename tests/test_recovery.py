@@ -10,7 +10,7 @@ from app.chain.ids import link_id
 from app.chain.mover import Mover
 from app.infra.extensions import get_queue, get_redis
 from app.services import reconcile
-from tests.chain_driver import make_schedule, next_due
+from harness.chain_driver import make_schedule, next_due
 
 # Commands that read the queue list element by element (each one O(length of the queue)).
 _LIST_SCANS = ("lpos", "lrange", "lindex", "lrem")

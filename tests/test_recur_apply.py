@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.receiver import verify
+from harness.recur_cli_runner import recur
+from harness.servers import wait_for
+from harness.stack import QUICK_WEBHOOKS
 from recur_cli.plan import POLICY_DEFAULTS
-from tests.receiver import verify
-from tests.recur_cli_runner import recur
-from tests.servers import wait_for
-from tests.stack import QUICK_WEBHOOKS
 
 pytestmark = pytest.mark.integration
 

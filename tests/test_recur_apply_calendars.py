@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.recur_cli_runner import recur
+from harness.recur_cli_runner import recur
 
 pytestmark = pytest.mark.integration
 

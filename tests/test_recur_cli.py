@@ -8,9 +8,9 @@ import tomllib
 
 import pytest
 
-from tests.recur_cli_runner import recur
-from tests.servers import ROOT, free_port, wait_for
-from tests.stack import QUICK_WEBHOOKS
+from harness.recur_cli_runner import recur
+from harness.servers import ROOT, free_port, wait_for
+from harness.stack import QUICK_WEBHOOKS
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import click
 import pytest
 
+from harness.servers import ROOT
 from recur_cli.main import cli
-from tests.servers import ROOT
 
 ROW = re.compile(r"^\| `(GET|POST|PATCH|PUT|DELETE) (/[^`]*)` \| (.*) \|$")
 # Commands whose output is not an API answer: an importer prints the apply file it made (YAML, for a person

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.recur_cli_runner import recur
+from harness.recur_cli_runner import recur
 
 pytestmark = pytest.mark.integration
 

@@ -12,6 +12,9 @@ from typing import Any, get_type_hints
 import pytest
 
 import recur_client
+from harness.receiver import Receiver
+from harness.servers import ROOT, free_port, wait_for
+from harness.stack import QUICK_WEBHOOKS, Stack
 from recur_client import (
     BadRequest,
     Client,
@@ -22,9 +25,6 @@ from recur_client import (
     Unreachable,
     ValidationFailed,
 )
-from tests.receiver import Receiver
-from tests.servers import ROOT, free_port, wait_for
-from tests.stack import QUICK_WEBHOOKS, Stack
 
 # Each result type and the schema of the OpenAPI document it stands for.
 RESULTS = {

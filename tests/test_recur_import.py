@@ -9,7 +9,7 @@ import pytest
 import yaml
 from redis import Redis
 
-from tests.recur_cli_runner import recur
+from harness.recur_cli_runner import recur
 
 pytestmark = pytest.mark.integration
 

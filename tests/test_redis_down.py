@@ -8,8 +8,8 @@ from sqlalchemy import func, select
 from app.infra.extensions import connect_redis, db, get_redis
 from app.models import Schedule
 from app.services.reconcile import reconcile
-from tests.chain_driver import fresh, make_schedule, scheduled_ids
-from tests.servers import free_port
+from harness.chain_driver import fresh, make_schedule, scheduled_ids
+from harness.servers import free_port
 
 
 def _unreachable() -> Redis:

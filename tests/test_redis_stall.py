@@ -20,8 +20,8 @@ from redis.exceptions import RedisError
 
 from app.infra.extensions import connect_redis
 from bench import procfs
-from tests.servers import RedisServer, Tls, print_logs_if_failed, wait_for
-from tests.stack import Stack, parse_instant
+from harness.servers import RedisServer, Tls, print_logs_if_failed, wait_for
+from harness.stack import Stack, parse_instant
 
 # How long a call may take before the caller hears that Redis does not answer: the README's promise of a
 # quick 503. A correctness bound (without a deadline the call waited for ever, or 15 s), not a speed figure.

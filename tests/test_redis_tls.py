@@ -11,8 +11,8 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from app.infra.extensions import connect_redis
-from tests.servers import RedisServer, Tls
-from tests.stack import Stack, three_runs_to_done
+from harness.servers import RedisServer, Tls
+from harness.stack import Stack, three_runs_to_done
 
 pytestmark = pytest.mark.integration
 

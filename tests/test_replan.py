@@ -16,7 +16,7 @@ from app.chain.mover import Mover
 from app.infra.extensions import get_queue, get_redis
 from app.models import RunStatus
 from app.services import reconcile, schedules
-from tests.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, step
+from harness.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, step
 
 
 def _take(app: Flask, started: bool) -> Callable[[], object]:

@@ -1,5 +1,5 @@
 """No request holds a web process indefinitely (RECUR_REQUEST_DEADLINE_SECONDS, app.serving): real gunicorn
-with Recur's worker and configuration, serving tests.slow_wsgi (Recur's app plus two slow routes)."""
+with Recur's worker and configuration, serving harness.slow_wsgi (Recur's app plus two slow routes)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.serving import Deadlines
-from tests.servers import Process, RedisServer, serve_web
+from harness.servers import Process, RedisServer, serve_web
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +37,7 @@ def web(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iterato
         except OSError:
             return False
 
-    process, port = serve_web(env, tmp_path / "web.log", answers, app="tests.slow_wsgi:app")
+    process, port = serve_web(env, tmp_path / "web.log", answers, app="harness.slow_wsgi:app")
     yield process, f"http://127.0.0.1:{port}"
     process.stop()
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tests.servers import Process, wait_for
-from tests.stack import Stack
+from harness.servers import Process, wait_for
+from harness.stack import Stack
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from app.notify import long_runs, outbox
 from app.notify.models import Event, Webhook
 from app.policies.alerts import expected_tick
 from app.policies.run_alerts import Streak, StreakStep, is_late_start, is_long, record_outcome
-from tests.chain_driver import fresh, make_schedule, step
+from harness.chain_driver import fresh, make_schedule, step
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

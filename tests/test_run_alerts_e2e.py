@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from tests.receiver import Receiver, verify
-from tests.servers import wait_for
-from tests.stack import QUICK_WEBHOOKS, Stack, parse_instant
+from harness.receiver import Receiver, verify
+from harness.servers import wait_for
+from harness.stack import QUICK_WEBHOOKS, Stack, parse_instant
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from app.chain.capture import Bounded, Capture, Captured, bounded, result_text
 from app.infra.extensions import db
 from app.models import Run, RunOutput
-from tests.chain_driver import make_schedule, runs_of, step
+from harness.chain_driver import make_schedule, runs_of, step
 
 
 def test_a_text_within_its_bound_is_kept_whole():
@@ -134,8 +134,8 @@ def test_output_past_the_setting_is_cut_to_its_head_and_tail(chain_app, fake_clo
 
 
 def test_the_run_page_shows_what_the_task_left_behind_in_the_schedules_zone_with_utc_on_hover(chain_app, fake_clock):
-    from tests.console_signin import HTTPS, signed_in_browser
-    from tests.tokens import new_owner_token, token_for_app
+    from harness.console_signin import HTTPS, signed_in_browser
+    from harness.tokens import new_owner_token, token_for_app
 
     schedule = make_schedule(fake_clock.now, task="tests.noisy", interval_seconds=10, max_retries=0,
                              on_exhausted="continue", timezone="Asia/Tokyo")

@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from tests.recur_cli_runner import recur
-from tests.servers import wait_for
-from tests.stack import Stack
+from harness.recur_cli_runner import recur
+from harness.servers import wait_for
+from harness.stack import Stack
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def stack_env() -> dict[str, str]:
-    return {"RECUR_TASK_MODULES": "tests.jobs"}  # the web and the workers know tests.noisy
+    return {"RECUR_TASK_MODULES": "harness.jobs"}  # the web and the workers know tests.noisy
 
 
 def _failed_run(stack: Stack, name: str = "noisy") -> tuple[str, dict[str, Any]]:

@@ -8,7 +8,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app import create_app
 from app.infra.extensions import db
-from tests.tokens import authorized_client, new_owner_token
+from harness.tokens import authorized_client, new_owner_token
 
 
 def _create(client, workflow_id: int, **fields):  # type: ignore[no-untyped-def]

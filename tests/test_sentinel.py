@@ -14,7 +14,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from app.infra.extensions import connect_redis
-from tests.servers import Tls, answers_ping, free_port, wait_for
+from harness.servers import Tls, answers_ping, free_port, wait_for
 
 SENTINEL = shutil.which("redis-sentinel")
 pytestmark = pytest.mark.skipif(SENTINEL is None or shutil.which("redis-server") is None,
@@ -132,8 +132,8 @@ def test_worker_chains_survive_a_master_failover(cluster: Cluster, tmp_path: Pat
     promotion every chain runs again (within 30 s), and no (schedule, repeat) body ran twice."""
     from collections import Counter
 
-    from tests.servers import start_worker
-    from tests.stack import parse_instant, serve_api
+    from harness.servers import start_worker
+    from harness.stack import parse_instant, serve_api
 
     log = tmp_path / "executions.log"
     env = {"DATABASE_URL": database_url, "REDIS_URL": cluster.url, "RECUR_RECONCILE_SECONDS": "1",

@@ -15,15 +15,15 @@ from redis import Redis
 from rq import Worker
 
 from app.workers.slots import default_concurrency
-from tests.servers import pid_alive, wait_for
-from tests.stack import Stack, parse_instant
+from harness.servers import pid_alive, wait_for
+from harness.stack import Stack, parse_instant
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def stack_env() -> dict[str, str]:
-    return {"RECUR_TASK_MODULES": "tests.jobs"}  # the web and the worker know the crashing tasks
+    return {"RECUR_TASK_MODULES": "harness.jobs"}  # the web and the worker know the crashing tasks
 
 
 def _sleepers(stack: Stack, count: int, seconds: float, **fields: Any) -> list[str]:

@@ -20,8 +20,8 @@ from app.infra import clock
 from app.infra.extensions import db, get_queue, get_redis
 from app.models import Run, RunStatus
 from app.workers.worker import RecurWorker
-from tests.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids
-from tests.servers import Process, RedisServer, print_logs_if_failed, start_worker, wait_for
+from harness.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids
+from harness.servers import Process, RedisServer, print_logs_if_failed, start_worker, wait_for
 
 
 def test_a_task_that_catches_its_timeout_and_returns_is_timed_out(chain_app, fake_clock, tmp_path):
@@ -87,7 +87,7 @@ def _assert_failed_and_worker_went_on(raising_id: str, quiet_id: str, raised: st
 @pytest.fixture
 def worker_env(real_app, redis_server: RedisServer, database_url: str) -> dict[str, str]:
     return {
-        "DATABASE_URL": database_url, "REDIS_URL": redis_server.url, "RECUR_TASK_MODULES": "tests.jobs",
+        "DATABASE_URL": database_url, "REDIS_URL": redis_server.url, "RECUR_TASK_MODULES": "harness.jobs",
         "RECUR_RECONCILE_SECONDS": "1", "RECUR_LEASE_SECONDS": "2", "RECUR_TIMEOUT_GRACE_SECONDS": "1",
     }
 

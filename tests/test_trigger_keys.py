@@ -13,8 +13,8 @@ from app.infra.extensions import db, get_queue, get_redis
 from app.models import Run, TriggerRequest
 from app.policies.retention import Retention
 from app.services.retention import prune
-from tests.chain_driver import make_schedule
-from tests.tokens import authorized_client, token_for_app
+from harness.chain_driver import make_schedule
+from harness.tokens import authorized_client, token_for_app
 
 
 def _work(app) -> None:

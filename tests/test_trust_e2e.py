@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from app.infra.config import sqlalchemy_url
-from tests.receiver import ALL_TYPES, HangingReceiver, Receiver, TricklingReceiver
-from tests.servers import free_port, wait_for
-from tests.stack import QUICK_WEBHOOKS, Api, Stack, parse_instant
+from harness.receiver import ALL_TYPES, HangingReceiver, Receiver, TricklingReceiver
+from harness.servers import free_port, wait_for
+from harness.stack import QUICK_WEBHOOKS, Api, Stack, parse_instant
 
 pytestmark = pytest.mark.integration
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.chain_driver import runs_of, step
+from harness.chain_driver import runs_of, step
 
 NAMES = ("zebra-payroll-of-acme-7f3", "quokka-schedule-name-91c")
 
 
 def test_an_anonymous_scrape_names_no_workflow(app, fake_clock, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.tokens import authorized_client, new_owner_token
+    from harness.tokens import authorized_client, new_owner_token
 
     monkeypatch.setitem(app.config, "RECUR_METRICS_TOKEN", None)  # the default: /metrics open
     owner = authorized_client(app, new_owner_token(app, "someone"))

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from harness.console_signin import HTTPS, console_browser, csrf_of
+from harness.tokens import token_for_app
 from recur_cli.client import ApiError, Client
-from tests.console_signin import HTTPS, console_browser, csrf_of
-from tests.tokens import token_for_app
 
 
 def _sign_in_with_next(app, query: str) -> str:  # type: ignore[no-untyped-def]

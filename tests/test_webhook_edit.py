@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app.infra.extensions import db
 from app.notify.models import Webhook
-from tests.tokens import authorized_client, new_owner_token
+from harness.tokens import authorized_client, new_owner_token
 
 
 def test_a_webhook_is_edited_in_place_and_keeps_its_secret(app, client):

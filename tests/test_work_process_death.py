@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from tests.servers import start_worker, wait_for
-from tests.stack import Stack, parse_instant
+from harness.servers import start_worker, wait_for
+from harness.stack import Stack, parse_instant
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def stack_env() -> dict[str, str]:
-    return {"RECUR_TASK_MODULES": "tests.jobs"}  # the tasks that die
+    return {"RECUR_TASK_MODULES": "harness.jobs"}  # the tasks that die
 
 
 def _manual(stack: Stack, task: str, payload: dict[str, Any]) -> tuple[str, str]:

@@ -15,7 +15,7 @@ from app.chain.ids import link_id
 from app.chain.mover import Mover
 from app.infra.extensions import get_queue, get_redis
 from app.workers.worker import RecurWorker
-from tests.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids
+from harness.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids
 
 
 def test_task_that_kills_its_process_does_not_kill_the_chain(real_app, fake_clock):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 import recur
-from tests.declared_tasks import archive, send_report, tick
+from harness.declared_tasks import archive, send_report, tick
 
 recur.cron(os.environ.get("TEST_DECLARED_CRON", "*/2 * * * * *"), tz="Europe/Paris", retries=2,
            payload={"from": "cron"}, key="tick-cron")(tick)

@@ -1,4 +1,4 @@
-"""An `rq cron` config as a team running rq 3 writes one (`rq cron tests.legacy_rq_cron`), for
+"""An `rq cron` config as a team running rq 3 writes one (`rq cron harness.legacy_rq_cron`), for
 `recur import rq-cron` (tests/test_import_from_code.py): intervals, crons (five fields, and croniter's six
 with the seconds last), args and kwargs, a job timeout, options Recur has no equivalent of, and jobs that
 cannot be mapped."""
@@ -7,7 +7,7 @@ from datetime import date
 
 from rq import cron
 
-from tests.legacy_jobs import archive, nightly_cleanup, refresh, send_digest
+from harness.legacy_jobs import archive, nightly_cleanup, refresh, send_digest
 
 cron.register(send_digest, "default", args=(7,), kwargs={"dry_run": True}, interval=2, job_timeout=30)
 cron.register(refresh, "reports", cron="* * * * * */3", name="refresh-every-3s")

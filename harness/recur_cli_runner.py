@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from tests.servers import ROOT
+from harness.servers import ROOT
 
 
 @dataclass

@@ -11,8 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.servers import ROOT, Process, RedisServer, serve_web, start_worker, wait_for
-from tests.tokens import token_for_env
+from harness.servers import ROOT, Process, RedisServer, serve_web, start_worker, wait_for
+from harness.tokens import token_for_env
 
 # Settings that make webhooks reach loopback receivers and be retried and watched quickly, for the stacks of
 # the webhook tests (their `stack_env` fixture).
@@ -64,7 +64,7 @@ class Api:
 
 def serve_api(env: dict[str, str], log_path: Path, token: str | None = None,
               cwd: Path = ROOT) -> tuple[Process, Api]:
-    """gunicorn on `env` (tests.servers.serve_web), once it answers an authorized request, and its API called
+    """gunicorn on `env` (harness.servers.serve_web), once it answers an authorized request, and its API called
     with `token` (a new admin token on `env`'s database when none is given)."""
     token = token or token_for_env(env)
     web, port = serve_web(env, log_path, lambda port: Api(f"http://127.0.0.1:{port}", token).answers(), cwd=cwd)

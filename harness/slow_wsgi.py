@@ -1,7 +1,7 @@
 """Recur's WSGI app (wsgi.py) with two routes that only the request-deadline test serves: one that runs
 Python for as long as it is asked (a request the deadline stops where it stands) and one that sleeps in C
 (one no exception reaches: the deadline ends its process). Served by real gunicorn with Recur's own worker
-and configuration: `gunicorn tests.slow_wsgi:app`."""
+and configuration: `gunicorn harness.slow_wsgi:app`."""
 
 from __future__ import annotations
 

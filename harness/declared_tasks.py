@@ -1,5 +1,5 @@
 """Functions the declaration tests schedule: a plain function with its own arguments and an event task. No
-declarations here (tests/declared_schedules.py holds the real processes' ones): importing this module
+declarations here (harness/declared_schedules.py holds the real processes' ones): importing this module
 declares nothing."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def send_report(account_id: int, *, dry_run: bool = False, channels: list[str] |
 
 
 def archive(kind: str) -> None:
-    """Declared to follow send_report (tests/declared_schedules.py)."""
+    """Declared to follow send_report (harness/declared_schedules.py)."""
     run = recur.context()
     _record({"function": "archive", "args": [kind], "schedule_id": run.schedule_id})
 

@@ -1,4 +1,4 @@
-"""A team's plain job functions, as an rq cron config schedules them (tests/legacy_rq_cron.py): their own
+"""A team's plain job functions, as an rq cron config schedules them (harness/legacy_rq_cron.py): their own
 arguments, no event. Each call is appended as a JSON line to the file RECUR_TEST_CALLS_FILE names, so a test
 sees what real worker processes called."""
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.servers import free_port, wait_for
+from harness.servers import free_port, wait_for
 
 
 def _find_bin() -> Path | None:

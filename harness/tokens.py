@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.servers import flask_command
+from harness.servers import flask_command
 
 
 def token_for_app(app: Any, name: str = "tests") -> str:
