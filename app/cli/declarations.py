@@ -9,9 +9,9 @@ import logging
 import click
 from flask import Flask, current_app
 
-from app.declarations.lock import LockLost
 from app.declarations.plan import CONFLICT
 from app.declarations.sync import Outcome, SyncError, sync
+from app.infra.locks import LockLost
 from app.tasks.declarations import DeclarationError
 
 log = logging.getLogger("recur.sync")

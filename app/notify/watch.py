@@ -6,35 +6,28 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 
 from flask import Flask
 
 from app.infra import clock
 from app.infra.extensions import db, get_redis
+from app.infra.locks import hold_if_free
 from app.notify import alerts, delivery, long_runs
 
 log = logging.getLogger(__name__)
 
 WATCH_LOCK = "recur:watch-lock"
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
+WATCH_LOCK_MS = 10_000  # a holder killed mid-check holds the others off this long at most
 
 
 def watch_once(app: Flask) -> None:
     with app.app_context():
         try:
             now = clock.utcnow()
-            redis = get_redis(app)
-            token = uuid.uuid4().hex
-            if redis.set(WATCH_LOCK, token, nx=True, px=10_000):
-                try:
+            with hold_if_free(get_redis(app), WATCH_LOCK, WATCH_LOCK_MS) as lock:
+                if lock is not None:
                     alerts.check(now)
                     long_runs.check(now)
-                finally:
-                    redis.eval(_RELEASE, 1, WATCH_LOCK, token)
             delivery.deliver_due(clock.utcnow())
         finally:
             db.session.remove()

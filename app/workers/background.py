@@ -11,7 +11,6 @@ import logging
 import os
 import signal
 import threading
-import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -26,6 +25,7 @@ from app.chain.mover import Mover
 from app.chain.redis_links import queue_named
 from app.infra import clock, metrics_files
 from app.infra.extensions import db, get_queue, get_redis, queue_names
+from app.infra.locks import LockLost, hold_if_free
 from app.notify import watch
 from app.services import retention
 from app.services.outside_runs import follow as triggered
@@ -38,19 +38,6 @@ log = logging.getLogger(__name__)
 RECONCILE_LOCK = "recur:reconcile-lock"
 # Short, so that a holder killed mid-pass blocks the others briefly; its owner renews it between batches.
 RECONCILE_LOCK_MS = 10_000
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-"""
-
-
-class LockLost(Exception):
-    """Another process holds the reconcile lock now: this pass stops where it is."""
-
 
 # Set for `every` seconds when a periodic pass ends: the other workers' loops skip theirs until it lapses.
 RECONCILED_KEY = "recur:reconciled"
@@ -76,25 +63,17 @@ def _exclusive_pass(redis: Redis, lock: str, lock_ms: int, done_key: str, every:
     process took it over (the pass is then abandoned: None)."""
     if every is not None and redis.exists(done_key):
         return None
-    token = uuid.uuid4().hex
-    if not redis.set(lock, token, nx=True, px=lock_ms):
-        return None
-
-    def renew() -> None:
-        if not redis.eval(_RENEW, 1, lock, token, lock_ms):
-            raise LockLost
-
-    try:
+    with hold_if_free(redis, lock, lock_ms) as held:
+        if held is None:
+            return None
         try:
-            result = work(renew)
+            result = work(held.renew)
         except LockLost:
             log.warning("%s lock lost mid-pass; another process carries on", what)
             return None
         if every is not None:
-            redis.set(done_key, token, px=max(1, int(every * 1000)))
+            redis.set(done_key, os.getpid(), px=max(1, int(every * 1000)))
         return result
-    finally:
-        redis.eval(_RELEASE, 1, lock, token)
 
 
 def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] | None:

@@ -11,7 +11,6 @@ job of one run ID starts nothing: the run's row is keyed by it, app.services.out
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +19,7 @@ from sqlalchemy import bindparam, select, update
 from app.chain import follow as followers
 from app.infra import rawsql
 from app.infra.extensions import db, get_redis
+from app.infra.locks import hold_if_free
 from app.models import FollowTrigger, Run, RunStatus, RunTrigger, Schedule, ScheduleStatus, UTCDateTime
 from app.services.outside_runs.queueing import enqueue, on_its_way
 
@@ -28,10 +28,6 @@ log = logging.getLogger(__name__)
 BATCH = 500  # triggers one pass looks at, oldest due first
 DISPATCH_LOCK = "recur:follow-dispatch-lock"
 DISPATCH_LOCK_MS = 10_000  # a holder killed mid-pass holds the others off this long at most
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 _TRIGGERS = FollowTrigger.__table__
 _SCHEDULES = Schedule.__table__
@@ -63,14 +59,8 @@ def dispatch_due(now: datetime) -> list[str]:
     A follower no longer active when its trigger comes due records the trigger skipped ("paused").
     One process at a time (DISPATCH_LOCK): every worker's loop calls this each second, and two passes at
     once would enqueue one run twice (harmless, but a second job of a run is work for nothing)."""
-    redis = get_redis()
-    token = uuid.uuid4().hex
-    if not redis.set(DISPATCH_LOCK, token, nx=True, px=DISPATCH_LOCK_MS):
-        return []
-    try:
-        return _dispatch(now)
-    finally:
-        redis.eval(_RELEASE, 1, DISPATCH_LOCK, token)
+    with hold_if_free(get_redis(), DISPATCH_LOCK, DISPATCH_LOCK_MS) as lock:
+        return [] if lock is None else _dispatch(now)
 
 
 def _dispatch(now: datetime) -> list[str]:

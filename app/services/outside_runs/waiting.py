@@ -4,7 +4,6 @@ in Redis, oldest first, and their jobs end; one pass at a time starts those that
 from __future__ import annotations
 
 import json
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,17 +13,15 @@ from sqlalchemy import select
 
 from app.chain.running import OUTSIDE_KEY
 from app.infra.extensions import db, get_redis
+from app.infra.locks import hold_if_free
 from app.models import Backfill, ConcurrencyPolicy, Run, RunStatus, Schedule, Workflow
 from app.policies.overlap import waits_for_running
 from app.services.outside_runs.queueing import QUEUED_KEY, WAITING_ARGS_KEY, WAITING_KEY, enqueue
 
 WAITING_LOCK = "recur:outside-waiting-lock"
+WAITING_LOCK_MS = 10_000  # a holder killed mid-pass holds the others off this long at most
 WAITING_PASS_SECONDS = 1.0  # how often the background loop looks for parked runs that may start
 WAITING_BATCH = 200  # the oldest parked runs one pass considers
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 _RUNS = Run.__table__
 _SCHEDULES = Schedule.__table__
@@ -74,10 +71,9 @@ def start_waiting() -> list[str]:
     heads: list[bytes] = redis.zrange(WAITING_KEY, 0, WAITING_BATCH - 1)  # type: ignore[assignment]
     if not heads:
         return []
-    token = uuid.uuid4().hex
-    if not redis.set(WAITING_LOCK, token, nx=True, px=10_000):
-        return []
-    try:
+    with hold_if_free(redis, WAITING_LOCK, WAITING_LOCK_MS) as lock:
+        if lock is None:
+            return []
         run_ids = [head.decode() for head in heads]
         raw: list[bytes | None] = redis.hmget(WAITING_ARGS_KEY, run_ids)  # type: ignore[assignment]
         parked = [Parked.loads(run_id, args) for run_id, args in zip(run_ids, raw, strict=True) if args]
@@ -94,8 +90,6 @@ def start_waiting() -> list[str]:
                 pipe.hdel(WAITING_ARGS_KEY, *done)
             pipe.execute()
         return [run.run_id for run in to_start]
-    finally:
-        redis.eval(_RELEASE, 1, WAITING_LOCK, token)
 
 
 def _in_flight(redis: Any) -> dict[str, str]:
