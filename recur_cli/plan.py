@@ -19,6 +19,7 @@ from typing import Any
 from recur_cli.apply_calendars import calendar_change, calendar_steps, pruned_calendar_steps
 from recur_cli.applyfile import ApplyFile, WebhookSpec
 from recur_cli.steps import CREATE, DELETE, UNCHANGED, UPDATE, Step
+from recur_client.fields import iso
 
 _INSTANTS = ("at", "anchor_date", "start_at", "end_at")
 _KINDS = ("interval_seconds", "cron", "rrule", "at")
@@ -182,7 +183,7 @@ def instant(value: Any) -> Any:
     parsed = parsed.astimezone(UTC)
     if parsed.microsecond:
         parsed = parsed.replace(microsecond=0) + timedelta(seconds=1)
-    return parsed.isoformat().replace("+00:00", "Z")
+    return iso(parsed)
 
 
 def interval_from_preview(next_runs: list[dict[str, Any]]) -> int:

@@ -5,7 +5,14 @@ ValidationFailed naming the field."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, TypedDict
+
+
+def iso(instant: datetime) -> str:
+    """An instant as the API takes and answers it: UTC ISO 8601 with a Z, e.g. "2026-12-01T08:00:00Z" (the
+    server's own copy is app.timing.iso: this package never imports the server)."""
+    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 class TimingFields(TypedDict, total=False):

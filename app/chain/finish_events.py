@@ -14,6 +14,7 @@ from app.chain import run_alerts
 from app.infra import rawsql
 from app.models import RunStatus, Schedule, ScheduleStatus, UTCDateTime
 from app.notify.outbox import EventType, emit
+from app.timing import iso, iso_or_none
 
 _RUN_EVENTS = {
     RunStatus.FAILED: EventType.RUN_FAILED, RunStatus.TIMED_OUT: EventType.RUN_TIMED_OUT,
@@ -30,10 +31,6 @@ _RECOVERED = rawsql.Statement(
     .returning(_SCHEDULES.c.id))
 
 
-def _iso(instant: datetime | None) -> str | None:
-    return None if instant is None else instant.isoformat().replace("+00:00", "Z")
-
-
 def after_run(tx: rawsql.Transaction, schedule: Schedule, run_id: str, nominal: datetime, trigger: str | None,
               status: RunStatus, error: str | None, now: datetime, has_breaker: bool,
               triggered_by: str | None = None) -> None:
@@ -44,7 +41,7 @@ def after_run(tx: rawsql.Transaction, schedule: Schedule, run_id: str, nominal: 
         return
     emit(tx, schedule.owner_id, event.value, {
         "schedule_id": schedule.id, "schedule_name": schedule.name, "workflow_id": schedule.workflow_id,
-        "run_id": run_id, "scheduled_for": _iso(nominal), "finished_at": _iso(now), "status": status.value,
+        "run_id": run_id, "scheduled_for": iso(nominal), "finished_at": iso(now), "status": status.value,
         "trigger": trigger, "error": error, "triggered_by_run_id": triggered_by,
     }, now)
     if has_breaker:
@@ -56,7 +53,7 @@ def after_run(tx: rawsql.Transaction, schedule: Schedule, run_id: str, nominal: 
     if was is not None or ended:  # one event for the missed-run alert, the failing alert, or both, ended
         emit(tx, schedule.owner_id, EventType.SCHEDULE_RECOVERED.value, {
             "schedule_id": schedule.id, "schedule_name": schedule.name, "run_id": run_id,
-            "scheduled_for": _iso(nominal), "late_since": _iso(schedule.late_since) if was is not None else None,
+            "scheduled_for": iso(nominal), "late_since": iso_or_none(schedule.late_since) if was is not None else None,
             "failing_since": ended.get("failing_since"), "failures": ended.get("failures"),
         }, now)
 

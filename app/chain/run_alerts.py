@@ -19,6 +19,7 @@ from app.models import Run, RunStatus, Schedule, UTCDateTime
 from app.notify.outbox import EventType, emit
 from app.policies import run_alerts
 from app.policies.run_alerts import Streak
+from app.timing import iso, iso_or_none
 
 _SCHEDULES = Schedule.__table__
 _RUNS = Run.__table__
@@ -41,10 +42,6 @@ _SETTLED = rawsql.Statement(
     update(_SCHEDULES).where((_SCHEDULES.c.id == bindparam("p_id"))
                              & (_SCHEDULES.c.detached_since <= bindparam("p_nominal", type_=UTCDateTime())))
     .values(detached_since=bindparam("p_none", type_=UTCDateTime())))
-
-
-def iso(instant: datetime | None) -> str | None:
-    return None if instant is None else instant.isoformat().replace("+00:00", "Z")
 
 
 def after_claim(tx: rawsql.Transaction, schedule: Schedule | None, schedule_id: str, run_id: str,
@@ -91,5 +88,5 @@ def after_finish(tx: rawsql.Transaction, schedule: Schedule, run_id: str, nomina
         }, now)
         tx.after_commit.append(functools.partial(metrics.alerted, EventType.SCHEDULE_FAILING.value))
     if step.recovered:
-        return {"failing_since": iso(was.failing_since), "failures": was.failures}
+        return {"failing_since": iso_or_none(was.failing_since), "failures": was.failures}
     return {}

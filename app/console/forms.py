@@ -14,10 +14,9 @@ from app.infra.clock import ceil_second
 from app.models import OnExhausted
 from app.policies import CatchUpPolicy, OverlapPolicy
 from app.schemas.errors import field_errors
-from app.schemas.fields import iso
 from app.schemas.runs import BackfillIn
 from app.schemas.schedules import ScheduleIn, ScheduleOut
-from app.timing import ON_CALENDAR
+from app.timing import ON_CALENDAR, iso
 
 KINDS = ("cron", "every", "interval_seconds", "rrule", "at", "after_seconds")
 _TEXT = ("name", "key", "description", "timezone", "start_at", "end_at", "only_between", "anchor_date",

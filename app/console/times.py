@@ -10,6 +10,8 @@ from zoneinfo import ZoneInfo, available_timezones
 from flask import Flask, request
 from markupsafe import Markup
 
+from app.timing import iso
+
 UTC_NAME = "UTC"
 
 
@@ -44,4 +46,4 @@ def stamp(instant: datetime | None, zone: str) -> Markup:
         return Markup("-")
     aware = instant if instant.tzinfo is not None else instant.replace(tzinfo=UTC)
     return Markup('<time datetime="{}" title="{}">{}</time>').format(
-        aware.astimezone(UTC).isoformat().replace("+00:00", "Z"), in_zone(aware, UTC_NAME), in_zone(aware, zone))
+        iso(aware), in_zone(aware, UTC_NAME), in_zone(aware, zone))

@@ -19,12 +19,12 @@ from app.infra import clock, cursors
 from app.infra.extensions import db, get_redis, queue_depths
 from app.models import Schedule, ScheduleStatus, Workflow
 from app.policies.condition import FAILED_OUTCOMES, Condition, condition
-from app.schemas.fields import iso
 from app.schemas.workflows import WorkflowIn
 from app.services import follow, history, queries, quotas, schedules, workflows
 from app.services.outside_runs import requests
 from app.services.reconcile_stats import read_stats
 from app.tasks import task_names
+from app.timing import iso
 
 console = Blueprint("console", __name__, template_folder="templates", static_folder="static",
                     static_url_path="/console/static")
@@ -56,7 +56,7 @@ def _when(instant: datetime | None, zone: str | None = None) -> str:
 
 @console.app_template_filter("iso")
 def _iso(instant: datetime | None) -> str:
-    return iso(instant) or ""
+    return "" if instant is None else iso(instant)
 
 
 @console.app_template_filter("seconds")

@@ -27,7 +27,8 @@ def clear() -> None:
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        # The host's clock is fine here: logs only (DESIGN 9).
+        # The host's clock is fine here: logs only (DESIGN 9). The time is written as app.timing.iso writes an
+        # instant; infra lies below timing, so this one line cannot call it.
         entry: dict[str, Any] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat().replace("+00:00", "Z"),
             "level": record.levelname,

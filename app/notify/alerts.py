@@ -16,6 +16,7 @@ from app.infra.extensions import db
 from app.models import Schedule, ScheduleStatus
 from app.notify.outbox import EventType, emit_in_session
 from app.policies.alerts import expected_tick, is_late
+from app.timing import iso_or_none
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def check(now: datetime) -> list[str]:
             schedule = db.session.get(Schedule, schedule_id)
             assert schedule is not None
             emit_in_session(schedule.owner_id, EventType.SCHEDULE_MISSED.value, {
-                "schedule_id": schedule.id, "schedule_name": schedule.name, "expected_at": _iso(expected),
+                "schedule_id": schedule.id, "schedule_name": schedule.name, "expected_at": iso_or_none(expected),
                 "alert_after_seconds": alert_after, "status": schedule.status,
             }, now)
             marked.append(schedule_id)
@@ -67,7 +68,3 @@ def counted(event_type: str) -> None:
 def _unchanged(column: Any, value: datetime | None) -> Any:
     """The column still holds what the check read (a compare-and-set on a nullable time)."""
     return column.is_(None) if value is None else column == value
-
-
-def _iso(instant: datetime | None) -> str | None:
-    return None if instant is None else instant.isoformat().replace("+00:00", "Z")

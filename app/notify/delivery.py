@@ -31,6 +31,7 @@ from app.infra.extensions import db
 from app.notify import send
 from app.notify.guard import allowed_hosts, egress
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
+from app.timing import iso
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +210,7 @@ def _letter(delivery_id: int, now: datetime) -> _Letter | None:
             return None
         return _Letter(url=webhook.url, secret=webhook.secret, webhook_id=webhook.id, event_id=event.id,
                        event_type=event.type, attempt=delivery.attempts,
-                       payload={"id": event.id, "type": event.type, "occurred_at": _iso(event.occurred_at),
+                       payload={"id": event.id, "type": event.type, "occurred_at": iso(event.occurred_at),
                                 "data": event.data})
     finally:
         db.session.rollback()  # nothing held while the receiver answers
@@ -247,7 +248,3 @@ def _record(delivery_id: int, letter: _Letter, answer: send.Answer, now: datetim
     if not answer.ok:
         log.info("webhook %s: event %s attempt %s failed: %s", letter.webhook_id, letter.event_id, letter.attempt,
                  answer.error)
-
-
-def _iso(instant: datetime) -> str:
-    return instant.isoformat().replace("+00:00", "Z")

@@ -15,6 +15,7 @@ from app.models import Run, Schedule
 from app.notify.alerts import counted
 from app.notify.outbox import EventType, emit_in_session
 from app.policies.run_alerts import is_long
+from app.timing import iso
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def check(now: datetime) -> list[str]:
         if changed.rowcount == 1:
             emit_in_session(owner_id, EventType.RUN_LONG.value, {
                 "schedule_id": schedule_id, "schedule_name": name, "run_id": run_id,
-                "scheduled_for": _iso(scheduled_for), "started_at": _iso(started_at),
+                "scheduled_for": iso(scheduled_for), "started_at": iso(started_at),
                 "running_seconds": round((now - started_at).total_seconds(), 3), "long_after_seconds": long_after,
                 "trigger": trigger,
             }, now)
@@ -54,7 +55,3 @@ def check(now: datetime) -> list[str]:
         if changed.rowcount == 1:
             counted(EventType.RUN_LONG.value)
     return alerted
-
-
-def _iso(instant: datetime | None) -> str | None:
-    return None if instant is None else instant.isoformat().replace("+00:00", "Z")

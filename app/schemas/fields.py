@@ -12,6 +12,7 @@ from typing import Any
 from marshmallow import ValidationError, fields, validate
 
 from app import timing
+from app.timing import iso as iso  # re-exported: the API's views import it from here
 
 # The documented maxima. INT_MAX is PostgreSQL's INTEGER, the type of every integer column.
 INT_MAX = 2**31 - 1
@@ -41,16 +42,11 @@ def instant(example: str | None = None, **kwargs: Any) -> Instant:
     return Instant(default_timezone=UTC, metadata={"example": example} if example else {}, **kwargs)
 
 
-def iso(moment: datetime | None) -> str | None:
-    """An instant as the API writes it: UTC, ISO 8601, with a Z."""
-    return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 class Iso(fields.DateTime):
-    """An instant in an answer, as `iso` writes it."""
+    """An instant in an answer, as app.timing's `iso` writes it."""
 
     def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
-        return iso(value)
+        return timing.iso_or_none(value)
 
 
 def out(field: fields.Field[Any]) -> fields.Field[Any]:

@@ -18,7 +18,7 @@ from app.policies import CatchUpPolicy, OverlapPolicy
 from app.policies.catch_up import MAX_LIMIT as MAX_CATCH_UP_LIMIT
 from app.policies.retention import MAX_KEEP_RUNS_DAYS
 from app.schemas.common import Cursor, OwnedPageIn, page_of
-from app.schemas.fields import INT_MAX, Instant, Iso, instant, iso, out, whole
+from app.schemas.fields import INT_MAX, Instant, Iso, instant, out, whole
 from app.schemas.follows import AFTER_DOC, AfterIn, after_of
 from app.schemas.runs import RunBriefOut
 from app.services.queries import SCHEDULES
@@ -234,7 +234,7 @@ class ScheduleOut(Schema):
     updated_at = out(Iso(allow_none=True))
 
     def _anchor(self, schedule: Schedule) -> str | None:
-        return iso(schedule.anchor_at) if schedule.anchor_explicit else None
+        return timing.iso_or_none(schedule.anchor_at) if schedule.anchor_explicit else None
 
 
 class ScheduleStatsOut(Schema):

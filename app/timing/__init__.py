@@ -8,6 +8,7 @@ Public interface:
     retry_delay(interval, retry)     back-off in seconds
     to_utc(instant)                  aware UTC to the millisecond, the package's precision
     supported(instant, field)        to_utc, refusing instants outside [EARLIEST, LATEST) (1970 to 3000)
+    iso(instant), iso_or_none(...)   an instant as Recur writes it: UTC ISO 8601 with a Z (app/ has no other)
     jitter_delay(id, nominal, jitter_seconds, next_nominal)  stable per-tick delay in seconds
     parse_every("5m")                shorthand intervals in seconds
     validate_not_past(at, now)       one-shot time must be in the future
@@ -29,7 +30,7 @@ from .calendar_days import ON_CALENDAR, CalendarRule, is_calendar_day
 from .delays import jitter_delay, retry_delay
 from .errors import TimingError
 from .every import parse_every
-from .instants import EARLIEST, LATEST, supported, to_utc
+from .instants import EARLIEST, LATEST, iso, iso_or_none, supported, to_utc
 from .interval import MAX_INTERVAL_SECONDS
 from .oneshot import validate_not_past
 from .spec import MAX_RULED_OUT, Spec, preview
@@ -46,6 +47,8 @@ __all__ = [
     "TimingError",
     "build_spec",
     "is_calendar_day",
+    "iso",
+    "iso_or_none",
     "jitter_delay",
     "parse_every",
     "preview",

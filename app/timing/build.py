@@ -84,7 +84,7 @@ def build_spec(fields: Mapping[str, Any]) -> Spec:
     start_at = _instant(fields, "start_at")
     end_at = _instant(fields, "end_at")
     if start_at is not None and end_at is not None and end_at < start_at:
-        raise TimingError("end_at", f"end_at {iso(end_at)} is before start_at {iso(start_at)}")
+        raise TimingError("end_at", f"end_at {iso(end_at, 'seconds')} is before start_at {iso(start_at, 'seconds')}")
     window_text = fields.get("only_between")
     not_on = fields.get("not_on")
     constraints = Constraints(

@@ -94,7 +94,7 @@ class Constraints:
         if self.not_on:
             parts.append(describe_weekdays(self.not_on))
         if self.start_at is not None:
-            parts.append(f"starting {iso(self.start_at)}")
+            parts.append(f"starting {iso(self.start_at, 'seconds')}")
         if self.end_at is not None:
-            parts.append(f"until {iso(self.end_at)}")
+            parts.append(f"until {iso(self.end_at, 'seconds')}")
         return parts

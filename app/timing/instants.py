@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import TimingError
 
-__all__ = ["EARLIEST", "LATEST", "UTC", "iso", "load_zone", "supported", "to_utc"]
+__all__ = ["EARLIEST", "LATEST", "UTC", "iso", "iso_or_none", "load_zone", "supported", "to_utc"]
 
 # The instants a schedule may name and run at: [EARLIEST, LATEST). The end leaves headroom below
 # datetime's year 9999 for everything the search adds to an instant (a ten-year interval, zone offsets,
@@ -37,13 +37,20 @@ def supported(value: datetime, field: str) -> datetime:
     """`value` as UTC (see to_utc) if it lies in [EARLIEST, LATEST), else TimingError naming `field`."""
     utc = to_utc(value, field)
     if not EARLIEST <= utc < LATEST:
-        raise TimingError(field, f"must be from {iso(EARLIEST)} to before {iso(LATEST)}, got {iso(utc)}")
+        raise TimingError(field, f"must be from {iso(EARLIEST)} to before {iso(LATEST)}, got {iso(utc, 'seconds')}")
     return utc
 
 
-def iso(instant: datetime) -> str:
-    """UTC ISO-8601 text with a Z suffix, e.g. "2026-12-01T08:00:00Z"."""
-    return instant.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"  # pads the year
+def iso(instant: datetime, timespec: str = "auto") -> str:
+    """An instant as Recur writes it everywhere (API answers, events, pages, messages): UTC ISO 8601 with a Z,
+    e.g. "2026-12-01T08:00:00Z". `timespec` as datetime.isoformat takes it: by default a fraction of a second
+    only where there is one; this package's messages say "seconds"."""
+    return instant.astimezone(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")  # isoformat pads the year
+
+
+def iso_or_none(instant: datetime | None) -> str | None:
+    """iso(instant), and None for a time that is not set."""
+    return None if instant is None else iso(instant)
 
 
 def load_zone(name: str | None) -> ZoneInfo:

@@ -22,11 +22,11 @@ class AtTiming:
 
     def describe(self) -> str:
         """E.g. "Once at 2026-12-01T08:00:00Z"."""
-        return f"Once at {iso(self.at)}"
+        return f"Once at {iso(self.at, 'seconds')}"
 
 
 def validate_not_past(at: datetime, now: datetime) -> None:
     """Reject a one-shot time that is not in the future (the API calls this with its own now)."""
     at_utc, now_utc = to_utc(at, "at"), to_utc(now, "now")
     if at_utc <= now_utc:
-        raise TimingError("at", f"{iso(at_utc)} is not in the future (now is {iso(now_utc)})")
+        raise TimingError("at", f"{iso(at_utc, 'seconds')} is not in the future (now is {iso(now_utc, 'seconds')})")

@@ -105,7 +105,7 @@ def describe_rrule(parts: RRuleParts, start: datetime) -> str:
     if parts.get("COUNT"):
         phrases.append(f"{parts.get('COUNT')} times in total")
     if parts.until_utc is not None:
-        phrases.append(f"until {iso(parts.until_utc)}")
+        phrases.append(f"until {iso(parts.until_utc, 'seconds')}")
     elif parts.get("UNTIL"):
         phrases.append(f"until {parts.get('UNTIL')}")
     return ", ".join(phrases)

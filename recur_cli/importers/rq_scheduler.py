@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from recur_cli.importers.common import Imported, TaskMap, key_for
+from recur_client.fields import iso
 
 SCHEDULED_JOBS = "rq:scheduler:scheduled_jobs"
 MAX_TIMEOUT_SECONDS = 7 * 86400  # the API's limit on timeout_seconds
@@ -64,11 +65,11 @@ def _schedule(job: Any, next_time: datetime | None, tasks: TaskMap, now: datetim
     elif meta.get("interval"):
         schedule["interval_seconds"] = int(meta["interval"])
         if next_time is not None:  # keep the phase: the next run stays where rq-scheduler had it
-            schedule["anchor_date"] = _iso(next_time)
+            schedule["anchor_date"] = iso(next_time)
             if next_time > now:  # and none comes before it (an anchor only sets the phase)
-                schedule["start_at"] = _iso(next_time)
+                schedule["start_at"] = iso(next_time)
     elif next_time is not None and next_time > now:
-        schedule["at"] = _iso(next_time)
+        schedule["at"] = iso(next_time)
     else:
         return None, "a one-off job already due: run it by hand (recur schedules trigger) if it still matters"
     repeat = meta.get("repeat")
@@ -99,7 +100,3 @@ def _payload(job: Any) -> tuple[Any, str | None]:
         return json.loads(json.dumps(payload)), None
     except (TypeError, ValueError):
         return None, "its arguments are not JSON values (a task's payload must be JSON)"
-
-
-def _iso(instant: datetime) -> str:
-    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
