@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from marshmallow import RAISE, Schema, fields, validate
 
+from app.notify.outbox import EventType
 from app.schemas.common import Cursor, PageIn, page_of
 from app.schemas.fields import Iso, out
 from app.services.queries import DELIVERY_ATTEMPTS, TOTAL_CAP, WEBHOOKS
 
-EVENT_TYPES = [
-    "run.failed", "run.timed_out", "run.succeeded", "schedule.dead", "schedule.paused", "schedule.done",
-    "schedule.missed", "schedule.recovered", "breaker.opened", "breaker.closed",
-    "run.long", "run.late", "schedule.failing",
-]
+EVENT_TYPES = [event.value for event in EventType]  # what a webhook may subscribe to: every type Recur emits
 
 
 class WebhookIn(Schema):
