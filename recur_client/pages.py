@@ -4,11 +4,19 @@ after it. Each page is one index range on the server, however long the list."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TypeVar
-
-from recur_client.results import Page
+from typing import Generic, TypedDict, TypeVar
 
 T = TypeVar("T")
+
+
+class Page(TypedDict, Generic[T]):
+    """One page of a list. `next` is the cursor of the page after it (None on the last page); `total` is the
+    count of the whole list, capped at 10,000 rows (then `total_capped` is true)."""
+
+    items: list[T]
+    total: int
+    total_capped: bool
+    next: str | None
 
 WALK_PAGE = 1000  # the API's largest page
 

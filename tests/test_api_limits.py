@@ -1,6 +1,6 @@
 """Bounded input: every class of request that once answered 500 now gets a 4xx naming what is wrong.
 
-Each test pins one class the fuzz (tests/test_fuzz.py) found; run them on PostgreSQL too (RECUR_TEST_POSTGRES),
+Each test pins one class the fuzz (tests/test_fuzz_*.py) found; run them on PostgreSQL too (RECUR_TEST_POSTGRES),
 where integers past 2^31-1 and NUL bytes in text are refused by the database itself.
 """
 
