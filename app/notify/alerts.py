@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 
 from app.infra.extensions import db
 from app.models import Schedule, ScheduleStatus
-from app.notify.outbox import EventType, emit_in_session
+from app.notify.outbox import EventType, emit
 from app.policies.alerts import expected_tick, is_late
 from app.timing import iso_or_none
 
@@ -45,7 +45,7 @@ def check(now: datetime) -> list[str]:
         if changed.rowcount == 1:
             schedule = db.session.get(Schedule, schedule_id)
             assert schedule is not None
-            emit_in_session(schedule.owner_id, EventType.SCHEDULE_MISSED.value, {
+            emit(db.session, schedule.owner_id, EventType.SCHEDULE_MISSED.value, {
                 "schedule_id": schedule.id, "schedule_name": schedule.name, "expected_at": iso_or_none(expected),
                 "alert_after_seconds": alert_after, "status": schedule.status,
             }, now)

@@ -13,7 +13,7 @@ from sqlalchemy import select, text, update
 from app.infra.extensions import db
 from app.models import Run, Schedule
 from app.notify.alerts import counted
-from app.notify.outbox import EventType, emit_in_session
+from app.notify.outbox import EventType, emit
 from app.policies.run_alerts import is_long
 from app.timing import iso
 
@@ -43,7 +43,7 @@ def check(now: datetime) -> list[str]:
             update(Run).where((Run.id == run_id) & (Run.status == "running") & Run.long_alerted_at.is_(None))
             .values(long_alerted_at=now))
         if changed.rowcount == 1:
-            emit_in_session(owner_id, EventType.RUN_LONG.value, {
+            emit(db.session, owner_id, EventType.RUN_LONG.value, {
                 "schedule_id": schedule_id, "schedule_name": name, "run_id": run_id,
                 "scheduled_for": iso(scheduled_for), "started_at": iso(started_at),
                 "running_seconds": round((now - started_at).total_seconds(), 3), "long_after_seconds": long_after,

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, select
+from sqlalchemy.orm import Session, scoped_session
 
 from app.infra import rawsql
 from app.infra.extensions import db
@@ -85,35 +86,32 @@ def _subscribers(read: Callable[[], list[tuple[Any, ...]]], owner_id: int, event
     return [hook_id for hook_id, types in hooks if event_type in types]
 
 
-def emit(tx: rawsql.Transaction, owner_id: int | None, event_type: str, data: dict[str, Any], at: datetime) -> None:
-    """In a chain transaction (app.infra.rawsql)."""
+# Where an event is written: a chain transaction (app.infra.rawsql), or the ORM session (db.session: the API's
+# changes and the watch's alerts), whose commit then carries it.
+Into = rawsql.Transaction | Session | scoped_session[Any]
+
+
+def emit(into: Into, owner_id: int | None, event_type: str, data: dict[str, Any], at: datetime) -> None:
+    """Write the event, and a delivery for each of its owner's webhooks that wants its type, in `into`."""
     if owner_id is None:
         return
-    hooks = _subscribers(lambda: tx.execute(_WEBHOOKS_OF, {"p_owner_id": owner_id}), owner_id, event_type)
+    hooks = _subscribers(lambda: _run(into, _WEBHOOKS_OF, {"p_owner_id": owner_id}), owner_id, event_type)
     if not hooks:
         return
     event_id = new_event_id()
-    tx.execute(_INSERT_EVENT, {"p_id": event_id, "p_owner_id": owner_id, "p_type": event_type, "p_at": at,
+    _run(into, _INSERT_EVENT, {"p_id": event_id, "p_owner_id": owner_id, "p_type": event_type, "p_at": at,
                                "p_data": data})
     for hook_id in hooks:
-        tx.execute(_INSERT_DELIVERY, {"p_webhook_id": hook_id, "p_owner_id": owner_id, "p_event_id": event_id,
+        _run(into, _INSERT_DELIVERY, {"p_webhook_id": hook_id, "p_owner_id": owner_id, "p_event_id": event_id,
                                       "p_at": at})
 
 
-def emit_in_session(owner_id: int | None, event_type: str, data: dict[str, Any], at: datetime) -> None:
-    """In the ORM session's transaction (the API's changes); committed with it."""
-    if owner_id is None:
-        return
-    hooks = _subscribers(lambda: [tuple(r) for r in db.session.execute(
-        select(Webhook.id, Webhook.event_types).where(Webhook.owner_id == owner_id)).all()], owner_id, event_type)
-    if not hooks:
-        return
-    event = Event(id=new_event_id(), owner_id=owner_id, type=event_type, occurred_at=at, data=data)
-    db.session.add(event)
-    db.session.flush()
-    for hook_id in hooks:
-        db.session.add(Delivery(webhook_id=hook_id, owner_id=owner_id, event_id=event.id, status="pending", attempts=0,
-                                next_attempt_at=at, created_at=at))
+def _run(into: Into, statement: rawsql.Statement, values: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """One statement in `into`: on the driver in a chain transaction, through SQLAlchemy in the session."""
+    if isinstance(into, rawsql.Transaction):
+        return into.execute(statement, values)
+    result: Any = into.execute(statement.statement, values)
+    return [tuple(row) for row in result] if statement.columns else []
 
 
 def new_event_id() -> str:

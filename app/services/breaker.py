@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from app.infra.extensions import db
 from app.models import BreakerTransition, Workflow
-from app.notify.outbox import EventType, emit_in_session
+from app.notify.outbox import EventType, emit
 from app.policies import breaker as policy
 
 HISTORY = 100  # the newest transitions shown (older ones go with the audit trail)
@@ -29,7 +29,7 @@ def reset(workflow: Workflow, by: str, now: datetime) -> None:
     db.session.add(BreakerTransition(workflow_id=workflow.id, from_state=workflow.breaker_state,
                                      to_state=policy.CLOSED, at=now, reason="reset by hand", by=by))
     if workflow.breaker_state != policy.CLOSED:
-        emit_in_session(workflow.owner_id, EventType.BREAKER_CLOSED.value, {
+        emit(db.session, workflow.owner_id, EventType.BREAKER_CLOSED.value, {
             "workflow_id": workflow.id, "workflow_name": workflow.name, "from": workflow.breaker_state,
             "to": policy.CLOSED, "reason": "reset by hand", "failures": 0}, now)
     workflow.breaker_state, workflow.breaker_failures = policy.CLOSED, 0

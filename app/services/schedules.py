@@ -201,7 +201,7 @@ def pause(schedule_id: str, now: datetime, note: str | None = None) -> Schedule:
     schedule.revision += 1
     schedule.updated_at = now
     audit.record(schedule.id, schedule.owner_id, "pause", now, {"pause_note": note} if note else None)
-    outbox.emit_in_session(schedule.owner_id, outbox.EventType.SCHEDULE_PAUSED.value, {
+    outbox.emit(db.session, schedule.owner_id, outbox.EventType.SCHEDULE_PAUSED.value, {
         "schedule_id": schedule.id, "schedule_name": schedule.name, "status": schedule.status, "from": "active",
         "pause_note": note}, now)
     db.session.commit()
