@@ -29,6 +29,10 @@ class ApiBlueprint(Blueprint):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # Private to flask-smorest, though its maintainer names it as a Blueprint subclass's extension point
+        # (flask-smorest#123); the public way, an apispec plugin given to the Api (spec_kwargs extra_plugins),
+        # would take this rule out of the blueprint. Pinned for it in pyproject.toml; tests/test_api_document.py
+        # fails if it changes.
         self._prepare_doc_cbks.append(_error_statuses)
 
     def arguments(self, schema: Any, *, location: str = "json", required: bool = True,
@@ -68,6 +72,9 @@ class ApiBlueprint(Blueprint):  # type: ignore[misc]
             open_to_all = f"{self.name}.{endpoint}" in OPEN_ENDPOINTS
             for method in view_func.methods or ():
                 function = getattr(view_func, method.lower())
+                # Where @blp.doc keeps its arguments (private to flask-smorest, pinned in pyproject.toml, held by
+                # tests/test_api_document.py): written in place, as setdefault, so a view's own @blp.doc wins
+                # and the view is not wrapped again.
                 manual = function.__dict__.setdefault("_apidoc", {}).setdefault("manual_doc", {})
                 manual.setdefault("operationId", f"{method.lower()}_{endpoint}")
                 manual.setdefault("security", [] if open_to_all else [{"bearerAuth": []}])
