@@ -220,7 +220,7 @@ def test_the_readme_and_the_docs_examples_run_as_written(shells: tuple[FirstShel
     wait_for(lambda: "hello, Ada: tick 1" in first.output(), 10, what="the worker to print the greeting")
 
     # The docs' runnable examples, in the same shell (they use API, AUTH, JSON and id_of from above).
-    for page in ("api.md", "timing.md", "cli.md"):
+    for page in ("quickstart.md", "api.md", "timing.md", "cli.md"):
         blocks = marked_blocks(ROOT / "docs" / page)
         assert [kind for kind, _ in blocks] == ["tour"], page
         second.run(blocks[0][1])
