@@ -10,8 +10,9 @@ from flask.views import MethodView
 from app import timing
 from app.api.blueprint import api
 from app.api.errors import ApiError
-from app.api.schedules import known_schedule, schedule_or_404
+from app.api.schedules import with_schedule
 from app.infra import clock
+from app.models import Schedule
 from app.policies.explain import Explanation
 from app.schemas.explain import ExplainIn, ExplainOut
 from app.services.explain import explain_at
@@ -19,12 +20,11 @@ from app.services.explain import explain_at
 
 @api.route("/schedules/<schedule_id>/explain/", endpoint="schedule_explain")
 class ScheduleExplain(MethodView):
-    decorators = [known_schedule]
-
+    @with_schedule()
     @api.arguments(ExplainIn, location="query")
     @api.response(200, ExplainOut)
     @api.errors(404, 409)
-    def get(self, query: dict[str, Any], schedule_id: str) -> dict[str, Any]:
+    def get(self, query: dict[str, Any], schedule: Schedule) -> dict[str, Any]:
         """Why a schedule did or didn't run at a time
 
         For the schedule's tick at `at`, or its timing's nearest tick to it: it ran (which run, how late, its
@@ -33,7 +33,6 @@ class ScheduleExplain(MethodView):
         will run. Reads a few rows around the tick from the run history, the audit trail and the breaker's
         history, never the whole of them.
         """
-        schedule = schedule_or_404(schedule_id)
         now = clock.utcnow()
         at = query.get("at") or now
         try:

@@ -10,11 +10,11 @@ from flask.views import MethodView
 
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found, validation_error
-from app.api.schedules import known_schedule, schedule_or_404
+from app.api.schedules import with_schedule
 from app.auth.scope import caller
 from app.infra import clock
 from app.infra.extensions import db
-from app.models import Backfill, RunTrigger
+from app.models import Backfill, RunTrigger, Schedule
 from app.schemas.fields import iso
 from app.schemas.runs import (
     BackfillIn,
@@ -37,35 +37,33 @@ _PLAN = BackfillPlanOut()
 
 @api.route("/schedules/<schedule_id>/runs/", endpoint="schedule_runs")
 class ScheduleRuns(MethodView):
-    decorators = [known_schedule]
-
+    @with_schedule()
     @api.arguments(RunPageIn, location="query")
     @api.response(200, RunPage)
     @api.errors(404)
-    def get(self, query: dict[str, Any], schedule_id: str) -> Page:
+    def get(self, query: dict[str, Any], schedule: Schedule) -> Page:
         """A schedule's runs, newest first
 
         Each page is read through an index, however long the history: `next` is the cursor of the page
         after it (null on the last), `total` counts at most 10,000 runs (`total_capped` says when there are
         more), and `offset` goes at most 10,000 runs deep.
         """
-        return run_page(schedule_or_404(schedule_id), query["limit"], query["offset"], query.get("cursor"))
+        return run_page(schedule, query["limit"], query["offset"], query.get("cursor"))
 
 
 @api.route("/schedules/<schedule_id>/runs/<run_id>/", endpoint="schedule_run")
 class ScheduleRun(MethodView):
-    decorators = [known_schedule]
-
+    @with_schedule()
     @api.response(200, RunDetailOut)
     @api.errors(404)
-    def get(self, schedule_id: str, run_id: str) -> RunDetail:
+    def get(self, schedule: Schedule, run_id: str) -> RunDetail:
         """One run, with what its task left behind
 
         The run's fields as the list gives them, and its error's traceback, the task's captured stdout and
         stderr (`output`), its log lines (`logs`) and its return value (`result`), each kept within
         RECUR_RUN_OUTPUT_BYTES as its head and tail; they go with the run when retention deletes it.
         """
-        found = run_detail(schedule_or_404(schedule_id), run_id)
+        found = run_detail(schedule, run_id)
         if found is None:
             raise not_found("run", run_id)
         return found
@@ -73,20 +71,18 @@ class ScheduleRun(MethodView):
 
 @api.route("/schedules/<schedule_id>/trigger/", endpoint="schedule_trigger")
 class ScheduleTrigger(MethodView):
-    decorators = [known_schedule]
-
+    @with_schedule()
     @api.arguments(TriggerIn, required=False)
     @api.arguments(IdempotencyIn, location="headers")
     @api.response(202, TriggeredOut)
     @api.errors(404, 409)
-    def post(self, body: dict[str, Any], headers: dict[str, Any], schedule_id: str) -> dict[str, Any]:
+    def post(self, body: dict[str, Any], headers: dict[str, Any], schedule: Schedule) -> dict[str, Any]:
         """Start one run now, outside the chain
 
         scheduled_for is now; trigger `manual`. It does not count against total_repeats, leaves next_run_at
         alone and works on a paused schedule. The schedule's overlap policy applies unless the body gives one.
         With an Idempotency-Key header, a retry of the request gets the first answer and starts nothing more.
         """
-        schedule = schedule_or_404(schedule_id)
         try:
             run = requests.trigger(schedule, caller().id, clock.utcnow(), body.get("overlap"), headers.get("key"))
         except requests.KeyReused as exc:
@@ -98,20 +94,18 @@ class ScheduleTrigger(MethodView):
 
 @api.route("/schedules/<schedule_id>/backfill/", endpoint="schedule_backfill")
 class ScheduleBackfill(MethodView):
-    decorators = [known_schedule]
-
+    @with_schedule()
     @api.arguments(BackfillIn)
     @api.response(202, BackfillOut)
     @api.alt_response(200, schema=BackfillPlanOut, description="A dry run: the times it would run.", success=True)
     @api.errors(404, 409)
-    def post(self, data: dict[str, Any], schedule_id: str) -> Backfill | Response:
+    def post(self, data: dict[str, Any], schedule: Schedule) -> Backfill | Response:
         """Run the schedule's nominal times in a range, in order
 
         Every nominal time of the schedule's timing in [start, end), windows and exclusions applied, each
         run with its own scheduled_for and trigger `backfill`, one at a time unless `overlap` says otherwise
         (allow_all runs them side by side). At most 1,000 times; `dry_run` lists them and runs nothing.
         """
-        schedule = schedule_or_404(schedule_id)
         try:
             times = requests.backfill_times(schedule, data["start"], data["end"])
         except requests.TooMany as exc:
@@ -129,31 +123,28 @@ class ScheduleBackfill(MethodView):
 
 @api.route("/schedules/<schedule_id>/backfills/", endpoint="schedule_backfills")
 class ScheduleBackfills(MethodView):
-    decorators = [known_schedule]
-
+    @with_schedule()
     @api.arguments(BackfillPageIn, location="query")
     @api.response(200, BackfillPage)
     @api.errors(404)
-    def get(self, query: dict[str, Any], schedule_id: str) -> Page:
+    def get(self, query: dict[str, Any], schedule: Schedule) -> Page:
         """A schedule's backfills, newest first, with their progress
 
         A page at a time after a cursor (`next`), one range of the index (schedule_id, created_at, id).
         """
-        return backfill_page(schedule_or_404(schedule_id), query["limit"], query["offset"], query.get("cursor"))
+        return backfill_page(schedule, query["limit"], query["offset"], query.get("cursor"))
 
 
 @api.route("/schedules/<schedule_id>/backfills/<backfill_id>/", endpoint="schedule_backfill_item")
 class ScheduleBackfillItem(MethodView):
-    decorators = [known_schedule]
-
+    @with_schedule()
     @api.response(200, BackfillOut)
     @api.errors(404)
-    def delete(self, schedule_id: str, backfill_id: str) -> Backfill:
+    def delete(self, schedule: Schedule, backfill_id: str) -> Backfill:
         """Cancel a backfill: no more of its runs start
 
         The run going on, if any, is left to end; the times not started are not run.
         """
-        schedule = schedule_or_404(schedule_id)
         backfill = db.session.get(Backfill, backfill_id) if is_schedule_id(backfill_id) else None  # a UUID too
         if backfill is None or backfill.schedule_id != schedule.id:
             raise not_found("backfill", backfill_id)

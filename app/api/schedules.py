@@ -37,24 +37,23 @@ from app.services.queries import upcoming as next_times
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def schedule_or_404(schedule_id: str) -> Schedule:
-    """The caller's schedule; another owner's is as absent as one that never was (404)."""
-    schedule = owned_schedule(schedule_id)
-    if schedule is None:
-        raise not_found("schedule", schedule_id)
-    return schedule
+def with_schedule(for_update: bool = False) -> Callable[[F], F]:
+    """A view method's outermost decorator: the URL's schedule_id becomes the caller's schedule, read once and
+    before anything of the request (an unknown schedule is not found whatever the body says; another owner's
+    is as absent as one that never was). The view answers with that row, and a service changes it: locked
+    FOR UPDATE with `for_update`."""
 
+    def decorate(view: F) -> F:
+        @wraps(view)
+        def found(*args: Any, schedule_id: str, **kwargs: Any) -> Any:
+            schedule = owned_schedule(schedule_id, for_update)
+            if schedule is None:
+                raise not_found("schedule", schedule_id)
+            return view(*args, schedule=schedule, **kwargs)
 
-def known_schedule(view: F) -> F:
-    """A MethodView's decorator: 404 for a schedule the caller does not own, before anything of the request
-    is read (an unknown schedule is not found whatever the body says)."""
+        return cast(F, found)
 
-    @wraps(view)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        schedule_or_404(kwargs["schedule_id"])
-        return view(*args, **kwargs)
-
-    return cast(F, checked)
+    return decorate
 
 
 def detail(schedule: Schedule, with_history: bool = False) -> Joined:
@@ -127,60 +126,57 @@ class SchedulePreview(MethodView):
 
 @api.route("/schedules/<schedule_id>/", endpoint="schedule")
 class ScheduleItem(MethodView):
-    decorators = [known_schedule]
-
+    @with_schedule()
     @api.response(200, ScheduleDescribeOut)
     @api.errors(404)
-    def get(self, schedule_id: str) -> Joined:
+    def get(self, schedule: Schedule) -> Joined:
         """Get a schedule, with what its run history adds up to"""
-        return detail(schedule_or_404(schedule_id), with_history=True)
+        return detail(schedule, with_history=True)
 
+    @with_schedule(for_update=True)
     @api.arguments(ScheduleIn(partial=True))
     @api.response(200, ScheduleDetailOut)
     @api.errors(404, 409)
-    def patch(self, data: dict[str, Any], schedule_id: str) -> Joined:
+    def patch(self, data: dict[str, Any], schedule: Schedule) -> Joined:
         """Edit a schedule (a timing change re-plans it)"""
-        schedule_or_404(schedule_id)
-        return detail(serviced(schedules.update, schedule_id, data, clock.utcnow()))
+        return detail(serviced(schedules.update, schedule, data, clock.utcnow()))
 
     @api.response(204)
     @api.errors(404)
     def delete(self, schedule_id: str) -> None:
         """Delete a schedule"""
-        if not schedules.remove([schedule_or_404(schedule_id).id], clock.utcnow()):
+        mine = scoped(select(Schedule), Schedule).where(Schedule.id == schedule_id)
+        if not is_schedule_id(schedule_id) or not schedules.remove_selected(mine, clock.utcnow()):
             raise not_found("schedule", schedule_id)
 
 
 @api.route("/schedules/<schedule_id>/pause/", endpoint="schedule_pause")
 class SchedulePause(MethodView):
-    decorators = [known_schedule]
-
+    @with_schedule(for_update=True)
     @api.arguments(PauseIn, required=False)
     @api.response(200, ScheduleDetailOut)
     @api.errors(404)
-    def post(self, data: dict[str, Any], schedule_id: str) -> Joined:
+    def post(self, data: dict[str, Any], schedule: Schedule) -> Joined:
         """Pause a schedule, with an optional note
 
         No body, {} and an empty note all pause without a note.
         """
-        schedule_id = schedule_or_404(schedule_id).id
-        return detail(serviced(schedules.pause, schedule_id, clock.utcnow(), data.get("note") or None))
+        return detail(serviced(schedules.pause, schedule, clock.utcnow(), data.get("note") or None))
 
 
 @api.route("/schedules/<schedule_id>/resume/", endpoint="schedule_resume")
 class ScheduleResume(MethodView):
-    decorators = [known_schedule]
-
+    @with_schedule(for_update=True)
     @api.response(200, ScheduleDetailOut)
     @api.errors(404, 422)
-    def post(self, schedule_id: str) -> Joined:
+    def post(self, schedule: Schedule) -> Joined:
         """Resume a paused schedule, or revive a dead one
 
         Planned from now: its next tick is the first after now. A dead schedule (its last tick's retries ran
         out) starts its retries over, keeps its counters, and is recorded as `revive` in its audit trail. A
         schedule whose timing has no run after now is not resumed (422); one neither paused nor dead is a 409.
         """
-        return detail(serviced(schedules.resume, schedule_or_404(schedule_id).id, clock.utcnow()))
+        return detail(serviced(schedules.resume, schedule, clock.utcnow()))
 
 
 @api.route("/schedules/batch-delete/", endpoint="schedule_batch_delete")

@@ -12,15 +12,15 @@ from typing import Any, NamedTuple, TypeVar
 from sqlalchemy import Boolean, Select, String, TextualSelect, and_, func, or_, select, text
 from sqlalchemy.types import TypeDecorator
 
+from app import timing
 from app.auth.models import ApiToken, Owner, OwnerEvent, ScheduleEvent
 from app.auth.scope import get_owned, scoped
 from app.calendars.models import MAX_CALENDARS, Calendar
 from app.chain import planning
 from app.infra import cursors
 from app.infra.extensions import db
-from app.models import Backfill, Run, RunOutput, Schedule, Workflow
+from app.models import Backfill, Run, RunOutput, Schedule, ScheduleStatus, Workflow
 from app.notify.models import DeliveryAttempt, Webhook
-from app.services import schedules
 
 M = TypeVar("M")
 # Every list: `total` counts at most TOTAL_CAP rows (through the index of its order) and says when it stopped
@@ -122,9 +122,10 @@ def is_schedule_id(text: str) -> bool:
     return _SCHEDULE_ID.fullmatch(text) is not None
 
 
-def owned_schedule(schedule_id: str) -> Schedule | None:
-    """The caller's schedule; another owner's is as absent as one that never was."""
-    return get_owned(Schedule, schedule_id) if is_schedule_id(schedule_id) else None
+def owned_schedule(schedule_id: str, for_update: bool = False) -> Schedule | None:
+    """The caller's schedule (locked, for a change, with `for_update`); another owner's is as absent as one
+    that never was."""
+    return get_owned(Schedule, schedule_id, for_update) if is_schedule_id(schedule_id) else None
 
 
 def owned(model: type[M], ident: int, for_update: bool = False) -> M | None:
@@ -267,9 +268,21 @@ def timing_text(schedule: Schedule) -> str:
 def upcoming(schedule: Schedule, now: datetime, count: int = 10) -> list[datetime]:
     """A schedule's next nominal times; none for a row whose timing no longer builds."""
     try:
-        return schedules.next_runs(schedule, now, count)
+        return _next_runs(schedule, now, count)
     except Exception:
         return []
+
+
+def _next_runs(schedule: Schedule, now: datetime, count: int) -> list[datetime]:
+    """The nominal times of the next runs: the planned one first, then the spec's, within total_repeats."""
+    if schedule.status not in (ScheduleStatus.ACTIVE.value, ScheduleStatus.PAUSED.value):
+        return []
+    if schedule.total_repeats:
+        count = max(0, min(count, schedule.total_repeats - schedule.run_count))
+    first = schedule.next_run_at or planning.first_nominal(schedule, now)
+    if first is None or count == 0:
+        return []
+    return [first, *timing.preview(planning.spec_of(schedule), first, count - 1, partial=True)]
 
 
 def schedules_per_workflow() -> dict[int, dict[str, int]]:

@@ -1,4 +1,6 @@
-"""Operations on schedules that the API (and the CLI) perform: each commits, then hands off to Redis."""
+"""Operations on schedules that the API (and the CLI) perform: each commits, then hands off to Redis. Those that
+change one schedule take its id, or its row as the caller read it FOR UPDATE (the API reads it once, through
+the owner's scope)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Select, delete, select
 from sqlalchemy.exc import IntegrityError
 
 from app import timing
@@ -117,9 +119,9 @@ def create(data: dict[str, Any], now: datetime) -> Schedule:
     return schedule
 
 
-def update(schedule_id: str, data: dict[str, Any], now: datetime) -> Schedule:
+def update(schedule: Schedule | str, data: dict[str, Any], now: datetime) -> Schedule:
     _refuse_null_timing(data)
-    schedule = _locked(schedule_id)
+    schedule = _locked(schedule)
     moved = False
     if "workflow_id" in data:
         queue = _require_workflow(data["workflow_id"], schedule.owner_id).queue
@@ -189,9 +191,9 @@ def _finish_by_patch(schedule: Schedule, now: datetime) -> Schedule:
     return schedule
 
 
-def pause(schedule_id: str, now: datetime, note: str | None = None) -> Schedule:
+def pause(schedule: Schedule | str, now: datetime, note: str | None = None) -> Schedule:
     """Pause, with an optional note saying why (shown as pause_note until the schedule is resumed)."""
-    schedule = _locked(schedule_id)
+    schedule = _locked(schedule)
     if schedule.status != ScheduleStatus.ACTIVE.value:
         raise Conflict(f"only an active schedule can be paused; this one is {schedule.status}")
     schedule.status = ScheduleStatus.PAUSED.value
@@ -209,12 +211,12 @@ def pause(schedule_id: str, now: datetime, note: str | None = None) -> Schedule:
     return schedule
 
 
-def resume(schedule_id: str, now: datetime) -> Schedule:
+def resume(schedule: Schedule | str, now: datetime) -> Schedule:
     """A paused schedule goes on; a dead one (its last tick's retries ran out) is revived. Either way it is
     planned from now, as after a pause: its next tick is the first after now, ticks that fell meanwhile are
     not run. Reviving keeps the counters and the last error and starts the retries over; the audit trail
     records it as `revive`, with who and the error it had died of."""
-    schedule = _locked(schedule_id)
+    schedule = _locked(schedule)
     if schedule.status not in (ScheduleStatus.PAUSED.value, ScheduleStatus.DEAD.value):
         raise Conflict(f"only a paused or dead schedule can be resumed; this one is {schedule.status}")
     revived = schedule.status == ScheduleStatus.DEAD.value
@@ -245,7 +247,13 @@ def remove(schedule_ids: list[str], now: datetime, along: Callable[[], None] | N
     """Delete schedules, their run history and their pending links; returns the IDs that existed. `along`
     makes the caller's own writes in the same transaction, after the deletes (a process that dies at any
     line leaves all of it or none)."""
-    schedules = db.session.scalars(select(Schedule).where(Schedule.id.in_(schedule_ids))).all()
+    return remove_selected(select(Schedule).where(Schedule.id.in_(schedule_ids)), now, along)
+
+
+def remove_selected(selected: Select[Schedule], now: datetime,
+                    along: Callable[[], None] | None = None) -> list[str]:
+    """remove, of the schedules `selected` reads (the API's DELETE: the caller's own, app.auth.scope)."""
+    schedules = db.session.scalars(selected).all()
     found = [s.id for s in schedules]
     for schedule in schedules:
         audit.record(schedule.id, schedule.owner_id, "delete", now)
@@ -270,18 +278,6 @@ def preview(data: dict[str, Any], now: datetime, count: int) -> tuple[timing.Spe
     first = _first(draft, now)
     spec = planning.spec_of(draft)
     return spec, [first, *timing.preview(spec, first, count - 1)]
-
-
-def next_runs(schedule: Schedule, now: datetime, count: int = 10) -> list[datetime]:
-    """The nominal times of the next runs: the planned one first, then the spec's, within total_repeats."""
-    if schedule.status not in (ScheduleStatus.ACTIVE.value, ScheduleStatus.PAUSED.value):
-        return []
-    if schedule.total_repeats:
-        count = max(0, min(count, schedule.total_repeats - schedule.run_count))
-    first = schedule.next_run_at or planning.first_nominal(schedule, now)
-    if first is None or count == 0:
-        return []
-    return [first, *timing.preview(planning.spec_of(schedule), first, count - 1, partial=True)]
 
 
 def _start_new_tick(schedule: Schedule) -> None:
@@ -392,8 +388,10 @@ def _flush_keyed(key: str | None) -> None:
         raise DuplicateKey(key) from exc
 
 
-def _locked(schedule_id: str) -> Schedule:
-    schedule = db.session.get(Schedule, schedule_id, with_for_update=True, populate_existing=True)
-    if schedule is None:
-        raise LookupError(schedule_id)
-    return schedule
+def _locked(schedule: Schedule | str) -> Schedule:
+    """The row to change: as the caller read it FOR UPDATE in this transaction, or read so by its id."""
+    found = schedule if isinstance(schedule, Schedule) else db.session.get(
+        Schedule, schedule, with_for_update=True, populate_existing=True)
+    if found is None:
+        raise LookupError(schedule)
+    return found
