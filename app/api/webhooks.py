@@ -57,7 +57,7 @@ class Webhooks(MethodView):
         """
         try:
             return webhooks.create(caller().id, data, clock.utcnow())
-        except webhooks.Refused as exc:
+        except webhooks.WebhookInvalid as exc:
             raise validation_error(exc.errors) from exc
 
 
@@ -81,7 +81,7 @@ class WebhookItem(MethodView):
         """
         try:
             return webhooks.update(webhook_or_404(webhook_id), data)
-        except webhooks.Refused as exc:
+        except webhooks.WebhookInvalid as exc:
             raise validation_error(exc.errors) from exc
 
     @api.response(204)

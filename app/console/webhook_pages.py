@@ -49,7 +49,7 @@ def webhook_list() -> Page:
             try:
                 created = webhooks.create(caller().id, data, clock.utcnow())
                 values = {"url": "", "event_types": [], "secret": ""}
-            except webhooks.Refused as exc:
+            except webhooks.WebhookInvalid as exc:
                 db.session.rollback()
                 errors = exc.errors
             except quotas.QuotaExceeded as exc:
@@ -109,7 +109,7 @@ def webhook_edit(webhook_id: int) -> Page:
             try:
                 if data:
                     webhooks.update(webhook, data)
-            except webhooks.Refused as exc:
+            except webhooks.WebhookInvalid as exc:
                 db.session.rollback()
                 errors = exc.errors
             else:

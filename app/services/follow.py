@@ -23,8 +23,9 @@ MAX_DEPTH = 32
 COLUMNS = ("after_schedule_id", "after_on", "after_delay_seconds", "after_within")
 
 
-class Refused(Exception):
-    """`after` names no schedule of the owner, closes a cycle, or one too many (a 422 on the field "after")."""
+class AfterRefused(Exception):
+    """The follow rules refuse a schedule's `after`: it names no schedule of the owner, closes a cycle, or makes
+    one follower too many (app.services.schedules answers it as Invalid on the field "after", a 422)."""
 
 
 def after_columns(after: dict[str, Any] | None, owner_id: int, schedule_id: str | None) -> dict[str, Any]:
@@ -33,7 +34,7 @@ def after_columns(after: dict[str, Any] | None, owner_id: int, schedule_id: str 
     if after is None:
         return dict.fromkeys(COLUMNS)
     if not after.get("schedule"):  # a PATCH loads `after` partially too: the upstream is still required
-        raise Refused("schedule: give the upstream schedule's id or key")
+        raise AfterRefused("schedule: give the upstream schedule's id or key")
     upstream = _upstream(after["schedule"], owner_id)
     if schedule_id is not None:
         _lock_owner(owner_id)  # two edits that would close a cycle between them take turns
@@ -42,7 +43,8 @@ def after_columns(after: dict[str, Any] | None, owner_id: int, schedule_id: str 
         (Schedule.after_schedule_id == upstream.id) & (Schedule.owner_id == owner_id)
         & (Schedule.id != (schedule_id or ""))))
     if (followers or 0) >= MAX_FOLLOWERS:
-        raise Refused(f"schedule {after['schedule']!r} has {MAX_FOLLOWERS} followers already, the most it may have")
+        raise AfterRefused(f"schedule {after['schedule']!r} has {MAX_FOLLOWERS} followers already, the most it may "
+                           "have")
     return {"after_schedule_id": upstream.id, "after_on": after.get("on") or FollowOn.SUCCEEDED.value,
             "after_delay_seconds": after.get("delay_seconds") or 0, "after_within": after.get("within")}
 
@@ -55,7 +57,7 @@ def _upstream(ref: str, owner_id: int) -> Schedule:
             (Schedule.owner_id == owner_id) & (column == ref))).first()
         if upstream is not None:
             return upstream
-    raise Refused(f"no schedule with id or key {ref!r}")
+    raise AfterRefused(f"no schedule with id or key {ref!r}")
 
 
 def _lock_owner(owner_id: int) -> None:
@@ -69,10 +71,10 @@ def _refuse_cycle(upstream_id: str, follower_id: str, owner_id: int) -> None:
         if current is None:
             return
         if current == follower_id:
-            raise Refused("this would make a cycle: the schedule would follow itself, through its upstream chain")
+            raise AfterRefused("this would make a cycle: the schedule would follow itself, through its upstream chain")
         current = db.session.scalar(select(Schedule.after_schedule_id).where(
             (Schedule.id == current) & (Schedule.owner_id == owner_id)))
-    raise Refused(f"the upstream chain is longer than {MAX_DEPTH} schedules")
+    raise AfterRefused(f"the upstream chain is longer than {MAX_DEPTH} schedules")
 
 
 def neighbours(schedule: Schedule) -> tuple[Schedule | None, list[Schedule]]:

@@ -335,7 +335,7 @@ def _follow(schedule: Schedule, data: dict[str, Any], schedule_id: str | None) -
         return
     try:
         columns = follow.after_columns(data["after"], schedule.owner_id, schedule_id)
-    except follow.Refused as exc:
+    except follow.AfterRefused as exc:
         raise Invalid({"after": [str(exc)]}) from exc
     for column, value in columns.items():
         setattr(schedule, column, value)

@@ -17,8 +17,9 @@ from app.services import quotas
 from app.services.queries import INT_MAX, TOTAL_CAP
 
 
-class Refused(Exception):
-    """The body passed the schema but cannot be taken; `errors` names the field ({field: [message]})."""
+class WebhookInvalid(Exception):
+    """A webhook's body passed the schema but cannot be taken: its URL (refused by the address guard or the egress
+    allowlist) or its secret; `errors` names the field ({field: [message]}, a 422)."""
 
     def __init__(self, errors: dict[str, list[str]]) -> None:
         super().__init__("; ".join(m for ms in errors.values() for m in ms))
@@ -26,16 +27,16 @@ class Refused(Exception):
 
 
 def create(owner_id: int, data: dict[str, Any], now: datetime) -> Webhook:
-    """A new webhook of the owner (committed). Refused when the URL reaches an internal address (unless its
-    host is in RECUR_WEBHOOK_ALLOW_HOSTS) or the secret is not whsec_ + base64 of 16 to 64 bytes;
+    """A new webhook of the owner (committed). WebhookInvalid when the URL reaches an internal address (unless
+    its host is in RECUR_WEBHOOK_ALLOW_HOSTS) or the secret is not whsec_ + base64 of 16 to 64 bytes;
     quotas.QuotaExceeded at the owner's quota."""
     try:
         _check(data["url"])
     except guard.Refused as exc:
-        raise Refused({"url": [str(exc)]}) from exc
+        raise WebhookInvalid({"url": [str(exc)]}) from exc
     secret = data.get("secret") or signing.new_secret()
     if not signing.is_valid_secret(secret):
-        raise Refused({"secret": ["must be whsec_ followed by base64 of 16 to 64 bytes."]})
+        raise WebhookInvalid({"secret": ["must be whsec_ followed by base64 of 16 to 64 bytes."]})
     quotas.require_room(owner_id, "webhooks", now)
     webhook = Webhook(owner_id=owner_id, url=data["url"], event_types=sorted(set(data["event_types"])),
                       secret=secret, created_at=now)
@@ -46,21 +47,21 @@ def create(owner_id: int, data: dict[str, Any], now: datetime) -> Webhook:
 
 
 def _check(url: str) -> None:
-    """Refused unless `url` passes the egress allowlist (RECUR_WEBHOOK_EGRESS) and the address guard."""
+    """guard.Refused unless `url` passes the egress allowlist (RECUR_WEBHOOK_EGRESS) and the address guard."""
     config = current_app.config
     guard.resolve(url, guard.allowed_hosts(config["RECUR_WEBHOOK_ALLOW_HOSTS"]),
                   guard.egress(config["RECUR_WEBHOOK_EGRESS"]))
 
 
 def update(webhook: Webhook, data: dict[str, Any]) -> Webhook:
-    """Change the webhook's URL or event types (committed); its secret and delivery log stay. Refused when a
-    new URL reaches an internal address, as at create. Each attempt reads the webhook as it is then: a queued
-    delivery goes to the new URL, and one of a type no longer subscribed to is dropped."""
+    """Change the webhook's URL or event types (committed); its secret and delivery log stay. WebhookInvalid
+    when a new URL reaches an internal address, as at create. Each attempt reads the webhook as it is then: a
+    queued delivery goes to the new URL, and one of a type no longer subscribed to is dropped."""
     if "url" in data:
         try:
             _check(data["url"])
         except guard.Refused as exc:
-            raise Refused({"url": [str(exc)]}) from exc
+            raise WebhookInvalid({"url": [str(exc)]}) from exc
         webhook.url = data["url"]
     if "event_types" in data:
         webhook.event_types = sorted(set(data["event_types"]))
