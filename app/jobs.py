@@ -19,13 +19,15 @@ from app.chain.run import complete, execute, prepare
 from app.infra.extensions import db
 from app.services.outside_runs.job import record_death, run_job
 from app.services.outside_runs.queueing import OUTSIDE_FUNC
-from app.workers import horse
 
 _fallback_app: Flask | None = None
 
 
 def run_link(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: str) -> str:
-    """A link's job. Returns what happened, for `rq info` and the logs."""
+    """A link's job, run whole (prepared, executed, completed) where no worker prepared it: under a bare `rq
+    worker` or the simple worker, or when the claim could not be made before the fork. A link that Recur's
+    forking or pool worker prepared is run by the executor it attached to the job (app.workers.horse), not
+    here. Returns what happened, for `rq info` and the logs."""
     with _in_app():
         try:
             return _run_link(schedule_id, revision, repeat, retry, datetime.fromisoformat(scheduled_for))
@@ -37,9 +39,6 @@ def run_link(schedule_id: str, revision: int, repeat: int, retry: int, scheduled
 
 def _run_link(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: datetime) -> str:
     job = get_current_job()
-    handed = horse.handed_for(job.id) if job is not None else None
-    if handed is not None:  # the forking worker prepared it: this is its work horse
-        return handed.run_in_horse()
     prepared = prepare(schedule_id, revision, repeat, retry, scheduled_for, job.worker_name if job else None)
     if isinstance(prepared, str):
         return prepared

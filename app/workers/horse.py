@@ -1,7 +1,11 @@
-"""A link the forking worker prepared (claimed, lease taken) before forking its work horse, handed to the
-horse; or to the pool worker's persistent work process (app.workers.pool) through an executor.
+"""A link its worker prepared (claimed, lease taken) before its task runs, and the RQ job that carries it
+to the code that runs the task.
 
-Set by app.workers.worker around each job; read by the link's job (app.jobs) in the horse.
+The worker attaches the link's executor to the job it dequeued (HandedJob.executor): RQ's perform, in the
+forked work horse (Handed.run_in_horse) or in the pool worker itself, whose work process runs the task
+(Handed.run_through), then calls it instead of the job's function. app.jobs.run_link, the function that
+queued links name, runs only a link no worker prepared (a bare `rq worker`, the simple worker, a claim that
+could not be made before the fork).
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable
+from typing import Any
+
+from rq.job import Job
 
 from app.chain.attempt import Attempted
 from app.chain.capture import Captured
@@ -20,11 +27,36 @@ from app.models import RunStatus
 log = logging.getLogger(__name__)
 
 
-class Handed:
-    """A link the forking worker prepared (claimed, lease taken) before forking its work horse.
+class HandedJob(Job):
+    """The RQ job of Recur's forking and pool workers (their job_class): one whose worker attached an
+    executor, the link it prepared, is performed by that executor instead of the job's function."""
 
-    The horse only runs the task and reports the outcome in a report file (an unlinked temporary file the
-    horse inherits: what the task left behind can pass a pipe's 64 KB buffer, and the worker reads only
+    executor: Callable[[], str] | None = None
+
+    # RQ's perform() sets the current job (rq.get_current_job(), which a task may read) and keeps the result
+    # around _execute(), its call of the job's function: the executor takes the place of that call only. An
+    # override of perform() itself would have to set RQ's private _current_job. tests/test_horse.py fails if
+    # RQ renames _execute or perform stops calling it.
+    def _execute(self) -> Any:
+        if self.executor is None:
+            return super()._execute()
+        return self.executor()
+
+
+def handed_job_class(job_class: type[Job]) -> type[HandedJob]:
+    """`job_class` able to carry an executor: HandedJob for RQ's Job, else a subclass of the two."""
+    if issubclass(job_class, HandedJob):
+        return job_class
+    if job_class is Job:
+        return HandedJob
+    return type(f"Handed{job_class.__name__}", (HandedJob, job_class), {"__module__": __name__})
+
+
+class Handed:
+    """A link the worker prepared (claimed, lease taken) before its task runs.
+
+    A forked horse only runs the task and reports the outcome in a report file (an unlinked temporary file
+    the horse inherits: what the task left behind can pass a pipe's 64 KB buffer, and the worker reads only
     once the horse has exited); the worker, whose database and Redis connections are warm, records it and
     hands off. A horse forked from a parent that died on the way keeps the lease renewed and completes the
     run itself.
@@ -34,7 +66,7 @@ class Handed:
         self.job_id = job_id
         self.prepared = prepared
         self.parent_pid = os.getpid()
-        # The horse reports in the file; the pool worker runs run_in_horse itself and keeps the outcome.
+        # The horse reports in the file; the pool worker runs run_through itself and keeps the outcome.
         self._report = tempfile.TemporaryFile(buffering=0) if forks else None  # noqa: SIM115 - closed in close()
         self._outcome: Attempted | None = None
         self.overran = False  # the worker killed the horse at the deadline
@@ -45,13 +77,10 @@ class Handed:
         return self.prepared.deadline if isinstance(self.prepared, Prepared) else None
 
     def run_in_horse(self) -> str:
+        """The executor of a forking worker's link, in its work horse: run the task, report the outcome."""
         prepared = self.prepared
         if isinstance(prepared, str):
             return prepared
-        if os.getpid() == self.parent_pid:  # the pool worker: the worker runs this, its work process the task
-            assert _pool_executor is not None
-            self._outcome = _pool_executor(prepared)
-            return self._outcome[0].value
         prepared.lease.renew_here()  # so that a horse whose worker died is not written off while it runs
         with prepared.lease:
             status, error, captured = execute(prepared)
@@ -64,6 +93,15 @@ class Handed:
             self._report.write(json.dumps([status.value, error, left]).encode())
             prepared.lease.forget()  # the worker releases it once the outcome is recorded
         return status.value
+
+    def run_through(self, runner: Callable[[Prepared], Attempted]) -> str:
+        """The executor of a pool worker's link, in the worker: `runner` runs the task (in the work process);
+        the outcome is kept for the worker to record."""
+        prepared = self.prepared
+        if isinstance(prepared, str):
+            return prepared
+        self._outcome = runner(prepared)
+        return self._outcome[0].value
 
     def final_outcome(self) -> Attempted:
         """In the worker, once the horse has exited: what it reported, or else how it ended."""
@@ -94,23 +132,3 @@ class Handed:
         if self._report is not None:
             self._report.close()
             self._report = None
-
-
-# Set by the forking worker around the fork of the work horse for that job (the horse inherits it).
-_handed: Handed | None = None
-# Set by the pool worker: runs a prepared link's task in its persistent work process.
-_pool_executor: Callable[[Prepared], Attempted] | None = None
-
-
-def use_pool(executor: Callable[[Prepared], Attempted] | None) -> None:
-    global _pool_executor
-    _pool_executor = executor
-
-
-def hand_to_horse(handed: Handed | None) -> None:
-    global _handed
-    _handed = handed
-
-
-def handed_for(job_id: str) -> Handed | None:
-    return _handed if _handed is not None and _handed.job_id == job_id else None

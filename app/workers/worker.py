@@ -1,6 +1,7 @@
 """RQ worker for links. The worker process claims each link before it forks the work horse and records
 the outcome after the horse exits, so the horse only runs the task; when a horse dies under a link, the
-attempt fails and the chain goes on."""
+attempt fails and the chain goes on. The worker hands the link it claimed to the code that runs it through
+the link's RQ job (app.workers.horse.HandedJob), not through the job's function."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import select
 import signal
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -160,15 +162,19 @@ class RecurSimpleWorker(QuietBetweenJobs, SimpleWorker):
 
 
 class RecurWorker(QuietBetweenJobs, Worker):
-    """`worker.py --fork`: a work horse forked for each job. `job_died(job, worker, reason, now)`, given by the
-    entry point (app.jobs.work_process_died), records a job that is not a link whose horse died; links are
-    recorded here."""
+    """`worker.py --fork`: a work horse forked for each job. A link claimed here is run by the executor
+    attached to its job (_running), which RQ's perform calls in the horse. `job_died(job, worker, reason,
+    now)`, given by the entry point (app.jobs.work_process_died), records a job that is not a link whose
+    horse died; links are recorded here."""
 
-    _handed: horse.Handed | None = None  # the link whose horse runs now, when this worker prepared it
+    job_class = horse.HandedJob
+    _handed: horse.Handed | None = None  # the link whose task runs now, when this worker prepared it
 
     def __init__(self, *args: Any, job_died: Callable[[Any, str, str, datetime], None] | None = None,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # `rq worker` passes its --job-class (rq.job.Job unless told otherwise) over the class's own.
+        self.job_class = horse.handed_job_class(self.job_class)
         self.job_died = job_died
 
     def run_job(self, job: Any, queue: Any) -> None:
@@ -177,7 +183,7 @@ class RecurWorker(QuietBetweenJobs, Worker):
         to open its own connections and fill its own caches spent most of its time doing so."""
         self._killed_for = None
         execution, handed = self._begin(job, forks=True)
-        with self._running(handed):
+        with self._running(job, handed):
             self.fork_work_horse(job, queue)
             try:
                 self.monitor_work_horse(job, queue, execution)
@@ -189,29 +195,31 @@ class RecurWorker(QuietBetweenJobs, Worker):
         self.set_state(WorkerStatus.IDLE)
 
     @contextlib.contextmanager
-    def _running(self, handed: horse.Handed | None, runner: Any = None) -> Iterator[None]:
+    def _running(self, job: Any, handed: horse.Handed | None) -> Iterator[None]:
         """The frame around a link's task, wherever it runs: the link prepared here is the one running
-        (for the horse, the death handler and the deadline), `runner` runs its task (the pool worker's),
-        and at the end its outcome is recorded and its successor handed off, whatever happened."""
+        (for the death handler and the deadline), its job carries the executor that runs it (RQ's perform
+        calls it, in the horse or here), and at the end its outcome is recorded and its successor handed
+        off, whatever happened."""
         self._handed = handed
-        horse.hand_to_horse(handed)
-        if runner is not None:
-            horse.use_pool(runner)
+        if handed is not None:
+            job.executor = self._executor(handed)
         try:
             yield
         finally:
-            if runner is not None:
-                horse.use_pool(None)
-            horse.hand_to_horse(None)
             self._handed = None
             if handed is not None:
+                job.executor = None
                 self._complete(handed)
+
+    def _executor(self, handed: horse.Handed) -> Callable[[], str]:
+        """What runs a link prepared here: its forked work horse runs the task."""
+        return handed.run_in_horse
 
     def _begin(self, job: Any, forks: bool) -> tuple[Any, horse.Handed | None]:
         """RQ's prepare_execution, with the link claimed here (see _prepare). The worker counts as BUSY
         from the start, so a SIGTERM that comes during the claim waits for the link; RQ's writes of the
         execution and the BUSY state go in the round trip that takes the lease."""
-        if job.func_name != LINK_FUNC or parse_link_id(job.id) is None:
+        if job.func_name != LINK_FUNC or parse_link_id(job.id) is None or not isinstance(job, horse.HandedJob):
             return self.prepare_execution(job), None
         self._state = WorkerStatus.BUSY
         executions: list[Any] = []
@@ -288,7 +296,7 @@ class RecurWorker(QuietBetweenJobs, Worker):
                 finally:
                     db.session.remove()
             return
-        handed = horse.handed_for(job.id)
+        handed = self._handed if self._handed is not None and self._handed.job_id == job.id else None
         if handed is not None:  # prepared here: _complete records the run it claimed, and only that one
             handed.death = reason
             return
@@ -338,9 +346,13 @@ class RecurPoolWorker(RecurWorker):
             super().run_job(job, queue)
             return
         execution, handed = self._begin(job, forks=False)
-        with self._running(handed, runner=self._run_in_work_process):
+        with self._running(job, handed):
             self.perform_job(job, queue, execution)  # RQ's registries and result, here; the task over there
         self.set_state(WorkerStatus.IDLE)
+
+    def _executor(self, handed: horse.Handed) -> Callable[[], str]:
+        """What runs a link prepared here: this worker, its task in the work process."""
+        return partial(handed.run_through, self._run_in_work_process)
 
     def _run_in_work_process(self, prepared: Prepared) -> Attempted:
         return self.work_process.run(prepared.claim.task, dict(prepared.event), prepared.claim.timeout_seconds,
