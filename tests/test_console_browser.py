@@ -129,7 +129,15 @@ def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     for path, name in (("/schedules", "8-phone-schedules"), (schedule_url.removeprefix(base), "9-phone-schedule")):
         page.goto(base + path)
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), path
+        # every badge shown shows whole, without scrolling (a schedule's status, each run's in the history)
+        cut = page.evaluate("""() => [...document.querySelectorAll('.badge')].filter(b => {
+            const box = b.getBoundingClientRect(); return box.width > 0 && box.right > window.innerWidth;
+        }).map(b => b.textContent)""")
+        assert cut == [], (path, cut)
         save_screenshot(page, name)
+    hidden = page.evaluate("""() => [...document.querySelectorAll('#history tbody .badge')]
+        .filter(b => b.getBoundingClientRect().width === 0).map(b => b.textContent)""")
+    assert hidden == [] and page.locator("#history tbody .badge").count() > 0, hidden  # each run's status
 
 
 def test_the_form_puts_a_schedule_on_a_calendar_and_the_preview_moves_its_ticks_off_it(stack, page):
