@@ -12,9 +12,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from app.api.authentication import OPEN_ENDPOINTS
-from app.api.errors import over_quota
 from app.api.parsing import OPTIONAL_JSON, RecurParser
-from app.services import quotas
 
 # Answers any request can get before its view runs: gunicorn's limits (400, 414, 431) and the services (503).
 ALWAYS = (400, 414, 431, 503)
@@ -102,4 +100,3 @@ def _error_statuses(doc: dict[str, Any], doc_info: dict[str, Any], **_: Any) -> 
 
 
 api = ApiBlueprint("api", __name__, url_prefix="/api/v1")
-api.register_error_handler(quotas.QuotaExceeded, over_quota)

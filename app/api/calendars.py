@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from flask.views import MethodView
 from sqlalchemy import select
@@ -12,10 +11,8 @@ from sqlalchemy import select
 from app.api.blueprint import api
 from app.api.errors import ApiError, not_found
 from app.auth.scope import caller, scoped
-from app.calendars.expansion import CalendarInvalid
 from app.calendars.models import Calendar
 from app.infra import clock
-from app.infra.extensions import db
 from app.schemas.calendars import (
     CalendarDaysIn,
     CalendarDaysOut,
@@ -27,26 +24,12 @@ from app.schemas.calendars import (
 from app.services import calendars as calendar_edits
 from app.services.queries import CALENDARS, Page, keyset_page, owned
 
-T = TypeVar("T")
-
 
 def calendar_or_404(calendar_id: int, for_update: bool = False) -> Calendar:
     calendar = owned(Calendar, calendar_id, for_update)
     if calendar is None:
         raise not_found("calendar", calendar_id)
     return calendar
-
-
-def edited(call: Callable[..., T], *args: Any) -> T:
-    """A call of app.services.calendars, its refusals as the API answers them."""
-    try:
-        return call(*args)
-    except CalendarInvalid as exc:
-        db.session.rollback()
-        raise ApiError(422, "validation_error", "The request body is invalid.", exc.errors) from exc
-    except calendar_edits.Conflict as exc:
-        db.session.rollback()
-        raise ApiError(409, "conflict", exc.message, exc.errors) from exc
 
 
 @api.route("/calendars/", endpoint="calendars")
@@ -74,7 +57,7 @@ class Calendars(MethodView):
         20 years), plus `dates`, minus `removed`. 422 naming the field for an unknown country or
         subdivision, a bad date or too many; 409 for a name taken or an owner's 100th calendar.
         """
-        return edited(calendar_edits.create, caller().id, data, clock.utcnow())
+        return calendar_edits.create(caller().id, data, clock.utcnow())
 
 
 @api.route("/calendars/<int:calendar_id>/", endpoint="calendar")
@@ -95,14 +78,14 @@ class CalendarItem(MethodView):
         with an audit event `calendar_changed`.
         """
         calendar = calendar_or_404(calendar_id, for_update=True)
-        edited(calendar_edits.update, calendar, data, clock.utcnow())
+        calendar_edits.update(calendar, data, clock.utcnow())
         return calendar
 
     @api.response(204)
     @api.errors(404, 409)
     def delete(self, calendar_id: int) -> None:
         """Delete a calendar no schedule uses (409 naming the schedules that do)"""
-        edited(calendar_edits.remove, calendar_or_404(calendar_id, for_update=True))
+        calendar_edits.remove(calendar_or_404(calendar_id, for_update=True))
 
 
 @api.route("/calendars/<int:calendar_id>/days/", endpoint="calendar_days")

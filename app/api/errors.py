@@ -1,8 +1,10 @@
-"""One error shape for the whole API: {"code", "status", "message", "errors": {field: [messages]}}."""
+"""One error shape for the whole API: {"code", "status", "message", "errors": {field: [messages]}}. Each refusal
+of the services is answered here, once (REFUSALS), so views call the services directly."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, current_app, jsonify
@@ -11,9 +13,11 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from app.calendars.expansion import CalendarInvalid
 from app.infra.extensions import db
 from app.schemas.errors import field_errors
-from app.services import quotas
+from app.services import calendars, owners, quotas, schedules, webhooks
+from app.services.outside_runs import requests
 from app.timing.work import WorkExceeded
 
 log = logging.getLogger(__name__)
@@ -46,17 +50,45 @@ def error_body(status: int, code: str, message: str, errors: dict[str, list[str]
     return response
 
 
+# What the services (and the timing they build) refuse, and the API's answer to each, whichever view meets it: the
+# view lets it go up to the handler init_app registers, which rolls back what the request began. A subclass is
+# answered as its nearest class listed.
+REFUSALS: dict[type[Exception], Callable[[Any], ApiError]] = {
+    schedules.Invalid: lambda exc: validation_error(exc.errors),
+    schedules.Conflict: lambda exc: ApiError(400, "invalid_state", str(exc)),
+    schedules.DuplicateKey: lambda exc: ApiError(409, "conflict", str(exc), {"key": [str(exc)]}),
+    CalendarInvalid: lambda exc: validation_error(exc.errors),
+    calendars.Conflict: lambda exc: ApiError(409, "conflict", exc.message, exc.errors),
+    webhooks.WebhookInvalid: lambda exc: validation_error(exc.errors),
+    webhooks.EventPruned: lambda exc: ApiError(409, "conflict", f"Delivery {exc.delivery_id}'s event {exc} was "
+                                               "pruned; nothing is left to send."),
+    owners.NameTaken: lambda exc: validation_error({"name": [str(exc)]}),
+    owners.ExpiryPassed: lambda exc: validation_error({"expires_at": [str(exc)]}),
+    quotas.QuotaExceeded: lambda exc: ApiError(422, "quota_exceeded", "A quota of this owner is used up; an admin "
+                                               "may raise it.", exc.errors),
+    requests.KeyReused: lambda exc: ApiError(409, "conflict", "This Idempotency-Key was used for another schedule.",
+                                             {"Idempotency-Key": ["was used for another schedule."]}),
+    requests.TooMany: lambda exc: validation_error({"end": [
+        f"the range holds more than {requests.MAX_BACKFILL_TIMES} nominal times of this schedule; backfill it in "
+        "parts."]}),
+    WorkExceeded: lambda exc: ApiError(422, "validation_error", "The timing cannot be decided within the work one "
+                                       "request may do.", {exc.field: [exc.message]}),
+}
+
+
 class RequestDeadline(Exception):  # noqa: N818 - named for what happened, as TimeoutError is
     """Raised inside a request's thread by the web worker's watchdog (app.serving) when the request has run
     past RECUR_REQUEST_DEADLINE_SECONDS."""
 
 
 def init_app(app: Flask) -> None:
-    @app.errorhandler(WorkExceeded)
-    def _too_much_work(exc: WorkExceeded) -> Response:
+    def _refused(exc: Exception) -> Response:
         _end_transaction()
-        return error_body(422, "validation_error", "The timing cannot be decided within the work one request may "
-                          "do.", {exc.field: [exc.message]})
+        answer = next(REFUSALS[kind] for kind in type(exc).__mro__ if kind in REFUSALS)
+        return api_error(answer(exc))
+
+    for refusal in REFUSALS:
+        app.register_error_handler(refusal, _refused)
 
     @app.errorhandler(RequestDeadline)
     def _deadline(exc: RequestDeadline) -> Response:
@@ -65,12 +97,7 @@ def init_app(app: Flask) -> None:
         return error_body(503, "request_timeout", f"The request ran past its deadline of {seconds:g} s "
                           "(RECUR_REQUEST_DEADLINE_SECONDS) and was stopped; nothing it had not committed was kept.")
 
-    @app.errorhandler(ApiError)
-    def _api_error(exc: ApiError) -> Response:
-        response = error_body(exc.status, exc.code, exc.message, exc.errors)
-        if exc.status == 401:
-            response.headers["WWW-Authenticate"] = 'Bearer realm="recur"'
-        return response
+    app.register_error_handler(ApiError, api_error)
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(exc: RequestEntityTooLarge) -> Response:
@@ -107,6 +134,14 @@ def init_app(app: Flask) -> None:
         return error_body(500, "internal_error", "An unexpected error occurred.")
 
 
+def api_error(exc: ApiError) -> Response:
+    """An ApiError in the error shape; a 401 names the scheme to authenticate with."""
+    response = error_body(exc.status, exc.code, exc.message, exc.errors)
+    if exc.status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="recur"'
+    return response
+
+
 # SQLSTATE 25006: a write reached a server in recovery (a standby, or a primary being demoted in a failover).
 _READ_ONLY = "25006"
 
@@ -132,9 +167,3 @@ def _end_transaction() -> None:
         db.session.rollback()
     except Exception:  # the session may be beyond a rollback too; the app context's teardown removes it
         log.warning("could not roll back the session after an unhandled error", exc_info=True)
-
-
-def over_quota(exc: quotas.QuotaExceeded) -> Response:
-    """Every create the API makes (schedules, webhooks, tokens) refuses the same way: 422 naming the quota."""
-    db.session.rollback()
-    return error_body(422, "quota_exceeded", "A quota of this owner is used up; an admin may raise it.", exc.errors)

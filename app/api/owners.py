@@ -8,7 +8,7 @@ from flask.views import MethodView
 from sqlalchemy import select
 
 from app.api.blueprint import api
-from app.api.errors import ApiError, not_found, validation_error
+from app.api.errors import ApiError, not_found
 from app.auth.models import ApiToken, Owner
 from app.auth.scope import caller
 from app.infra import clock
@@ -59,10 +59,7 @@ class Tokens(MethodView):
     @api.response(201, TokenCreatedOut)
     def post(self, data: dict[str, Any]) -> Joined:
         """Create an API token (its secret is shown once)"""
-        try:
-            issued = accounts.create_token(caller(), data["name"], data.get("expires_at"), clock.utcnow())
-        except accounts.ExpiryPassed as exc:
-            raise validation_error({"expires_at": [str(exc)]}) from exc
+        issued = accounts.create_token(caller(), data["name"], data.get("expires_at"), clock.utcnow())
         return Joined(issued.token, token=issued.secret)
 
 
@@ -96,10 +93,7 @@ class Owners(MethodView):
         """Create an owner and its first token (admin)"""
         admin_only()
         now = clock.utcnow()
-        try:
-            issued = accounts.create_owner(data["name"], data["is_admin"], now)
-        except accounts.NameTaken as exc:
-            raise validation_error({"name": [str(exc)]}) from exc
+        issued = accounts.create_owner(data["name"], data["is_admin"], now)
         owner = db.session.get(Owner, issued.token.owner_id)
         assert owner is not None
         accounts.record_owner(owner, caller(), "owner.created", now, {"is_admin": owner.is_admin})

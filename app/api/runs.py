@@ -83,11 +83,7 @@ class ScheduleTrigger(MethodView):
         alone and works on a paused schedule. The schedule's overlap policy applies unless the body gives one.
         With an Idempotency-Key header, a retry of the request gets the first answer and starts nothing more.
         """
-        try:
-            run = requests.trigger(schedule, caller().id, clock.utcnow(), body.get("overlap"), headers.get("key"))
-        except requests.KeyReused as exc:
-            raise ApiError(409, "conflict", "This Idempotency-Key was used for another schedule.",
-                           {"Idempotency-Key": ["was used for another schedule."]}) from exc
+        run = requests.trigger(schedule, caller().id, clock.utcnow(), body.get("overlap"), headers.get("key"))
         return {"run_id": run.run_id, "schedule_id": schedule.id, "scheduled_for": run.scheduled_for,
                 "trigger": RunTrigger.MANUAL.value}
 
@@ -108,10 +104,9 @@ class ScheduleBackfill(MethodView):
         """
         try:
             times = requests.backfill_times(schedule, data["start"], data["end"])
-        except requests.TooMany as exc:
-            raise validation_error({"end": [f"the range holds more than {requests.MAX_BACKFILL_TIMES} nominal "
-                                            "times of this schedule; backfill it in parts."]}) from exc
-        except Exception as exc:
+        except requests.TooMany:
+            raise  # a refusal, answered in app.api.errors
+        except Exception as exc:  # the stored timing no longer builds (or cannot be walked): this operation's 409
             raise ApiError(409, "conflict", f"The schedule's timing is invalid: {exc}") from exc
         if data["dry_run"]:  # the other answer this operation declares, dumped through its schema
             return jsonify(_PLAN.dump({"dry_run": True, "total": len(times), "times": [iso(t) for t in times]}))

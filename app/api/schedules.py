@@ -1,6 +1,6 @@
 """/schedules/: a schedule's life over HTTP (create, read, edit, pause, resume, delete) and the preview of a
-timing. The rules are app.services.schedules' (the console calls the same service); this module maps its refusals
-to statuses."""
+timing. The rules are app.services.schedules' (the console calls the same service); its refusals are answered in
+app.api.errors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from flask.views import MethodView
 from sqlalchemy import select
 
 from app.api.blueprint import api
-from app.api.errors import ApiError, not_found
+from app.api.errors import not_found
 from app.auth.scope import caller, scoped
 from app.infra import clock
 from app.infra.extensions import db
@@ -67,25 +67,6 @@ def detail(schedule: Schedule, with_history: bool = False) -> Joined:
     return Joined(schedule, timing_description=description, next_runs=upcoming)
 
 
-def serviced(call: Any, *args: Any) -> Schedule:
-    """A call of app.services.schedules, its refusals as the API answers them."""
-    try:
-        schedule: Schedule = call(*args)
-        return schedule
-    except LookupError as exc:
-        db.session.rollback()
-        raise not_found("schedule", args[0]) from exc
-    except schedules.Invalid as exc:
-        db.session.rollback()
-        raise ApiError(422, "validation_error", "The request body is invalid.", exc.errors) from exc
-    except schedules.Conflict as exc:
-        db.session.rollback()
-        raise ApiError(400, "invalid_state", str(exc)) from exc
-    except schedules.DuplicateKey as exc:
-        db.session.rollback()
-        raise ApiError(409, "conflict", str(exc), {"key": [str(exc)]}) from exc
-
-
 @api.route("/schedules/", endpoint="schedules")
 class Schedules(MethodView):
     @api.arguments(ScheduleListIn, location="query")
@@ -106,7 +87,7 @@ class Schedules(MethodView):
     @api.errors(409)
     def post(self, data: dict[str, Any]) -> Joined:
         """Create a schedule"""
-        return detail(serviced(schedules.create, {**data, "owner_id": caller().id}, clock.utcnow()))
+        return detail(schedules.create({**data, "owner_id": caller().id}, clock.utcnow()))
 
 
 @api.route("/schedules/preview/", endpoint="schedule_preview")
@@ -116,10 +97,7 @@ class SchedulePreview(MethodView):
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
         """Describe a timing and list its next nominal times"""
         count = data.pop("count")
-        try:
-            spec, times = schedules.preview({**data, "owner_id": caller().id}, clock.utcnow(), count)
-        except schedules.Invalid as exc:
-            raise ApiError(422, "validation_error", "The request body is invalid.", exc.errors) from exc
+        spec, times = schedules.preview({**data, "owner_id": caller().id}, clock.utcnow(), count)
         return {"description": spec.describe(), "timezone": spec.tz.key,
                 "next_runs": [{"utc": iso(t), "local": t.astimezone(spec.tz).isoformat()} for t in times]}
 
@@ -139,7 +117,7 @@ class ScheduleItem(MethodView):
     @api.errors(404, 409)
     def patch(self, data: dict[str, Any], schedule: Schedule) -> Joined:
         """Edit a schedule (a timing change re-plans it)"""
-        return detail(serviced(schedules.update, schedule, data, clock.utcnow()))
+        return detail(schedules.update(schedule, data, clock.utcnow()))
 
     @api.response(204)
     @api.errors(404)
@@ -161,7 +139,7 @@ class SchedulePause(MethodView):
 
         No body, {} and an empty note all pause without a note.
         """
-        return detail(serviced(schedules.pause, schedule, clock.utcnow(), data.get("note") or None))
+        return detail(schedules.pause(schedule, clock.utcnow(), data.get("note") or None))
 
 
 @api.route("/schedules/<schedule_id>/resume/", endpoint="schedule_resume")
@@ -176,7 +154,7 @@ class ScheduleResume(MethodView):
         out) starts its retries over, keeps its counters, and is recorded as `revive` in its audit trail. A
         schedule whose timing has no run after now is not resumed (422); one neither paused nor dead is a 409.
         """
-        return detail(serviced(schedules.resume, schedule, clock.utcnow()))
+        return detail(schedules.resume(schedule, clock.utcnow()))
 
 
 @api.route("/schedules/batch-delete/", endpoint="schedule_batch_delete")

@@ -8,11 +8,10 @@ from flask.views import MethodView
 from sqlalchemy import select
 
 from app.api.blueprint import api
-from app.api.errors import ApiError, not_found, validation_error
+from app.api.errors import not_found
 from app.auth.actor import acting
 from app.auth.scope import caller, scoped
 from app.infra import clock
-from app.notify import redelivery
 from app.notify.models import Delivery, DeliveryAttempt, Webhook
 from app.schemas.fields import Joined
 from app.schemas.webhooks import (
@@ -55,10 +54,7 @@ class Webhooks(MethodView):
         `url`) unless its host is in RECUR_WEBHOOK_ALLOW_HOSTS; only http and https. When RECUR_WEBHOOK_EGRESS
         is set, a destination outside that allowlist is refused too.
         """
-        try:
-            return webhooks.create(caller().id, data, clock.utcnow())
-        except webhooks.WebhookInvalid as exc:
-            raise validation_error(exc.errors) from exc
+        return webhooks.create(caller().id, data, clock.utcnow())
 
 
 @api.route("/webhooks/<int:webhook_id>/", endpoint="webhook")
@@ -79,10 +75,7 @@ class WebhookItem(MethodView):
         reads the webhook as it is then: a pending delivery goes to the new URL, and one of an event type no
         longer subscribed to is dropped.
         """
-        try:
-            return webhooks.update(webhook_or_404(webhook_id), data)
-        except webhooks.WebhookInvalid as exc:
-            raise validation_error(exc.errors) from exc
+        return webhooks.update(webhook_or_404(webhook_id), data)
 
     @api.response(204)
     @api.errors(404)
@@ -121,12 +114,7 @@ class WebhookRedeliver(MethodView):
         being retried) is left as it is, so a repeat of the request sends it once. 409 when its event was
         pruned (RECUR_KEEP_EVENTS_DAYS).
         """
-        webhook = webhook_or_404(webhook_id)
-        try:
-            delivery = webhooks.redeliver(webhook, delivery_id, acting(), clock.utcnow())
-        except redelivery.EventGone as exc:
-            raise ApiError(409, "conflict", f"Delivery {delivery_id}'s event {exc} was pruned; nothing is left "
-                           "to send.") from exc
+        delivery = webhooks.redeliver(webhook_or_404(webhook_id), delivery_id, acting(), clock.utcnow())
         if delivery is None:
             raise not_found("delivery", delivery_id)
         return delivery

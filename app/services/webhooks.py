@@ -26,6 +26,14 @@ class WebhookInvalid(Exception):
         self.errors = errors
 
 
+class EventPruned(redelivery.EventGone):
+    """A delivery to send again whose event was pruned (RECUR_KEEP_EVENTS_DAYS): nothing is left to send (a 409)."""
+
+    def __init__(self, delivery_id: int, event_id: str) -> None:
+        super().__init__(event_id)
+        self.delivery_id = delivery_id
+
+
 def create(owner_id: int, data: dict[str, Any], now: datetime) -> Webhook:
     """A new webhook of the owner (committed). WebhookInvalid when the URL reaches an internal address (unless
     its host is in RECUR_WEBHOOK_ALLOW_HOSTS) or the secret is not whsec_ + base64 of 16 to 64 bytes;
@@ -90,11 +98,14 @@ def pending_count(webhook: Webhook) -> int:
 
 def redeliver(webhook: Webhook, delivery_id: int, by: str, now: datetime) -> Delivery | None:
     """Send one of the webhook's deliveries again (app.notify.redelivery); None when the webhook has no such
-    delivery. redelivery.EventGone when its event was pruned."""
+    delivery. EventPruned when its event was pruned."""
     if not 0 <= delivery_id <= INT_MAX:
         return None
     delivery = db.session.scalars(select(Delivery).where(
         (Delivery.id == delivery_id) & (Delivery.webhook_id == webhook.id)).with_for_update()).first()
     if delivery is None:
         return None
-    return redelivery.redeliver(delivery, by, now)
+    try:
+        return redelivery.redeliver(delivery, by, now)
+    except redelivery.EventGone as exc:
+        raise EventPruned(delivery_id, str(exc)) from exc  # the rollback expired `delivery`
