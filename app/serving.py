@@ -31,6 +31,7 @@ from gunicorn.workers.gthread import ThreadWorker
 
 from app.api.errors import RequestDeadline
 from app.infra.config import Settings
+from app.infra.threads import start_daemon
 
 log = logging.getLogger("recur.serving")
 GRACE_SECONDS = 5.0  # after the deadline, for a request to end once RequestDeadline is raised in it
@@ -69,7 +70,7 @@ class Deadlines:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), None)
 
     def start_watching(self) -> None:
-        threading.Thread(target=self._watch, name="recur-request-deadline", daemon=True).start()
+        start_daemon(self._watch, "recur-request-deadline")
 
     def _watch(self) -> None:
         while True:

@@ -15,6 +15,7 @@ from redis.client import Pipeline
 from redis.exceptions import RedisError
 
 from app.infra import clock
+from app.infra.threads import start_daemon
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +195,7 @@ class _Renewer:
         self._due: dict[int, tuple[Lease, float]] = {}
         self._wake_at = time.monotonic() + self.IDLE_WAKE_SECONDS  # when the thread wakes next by itself
         self._changed = threading.Condition()
-        threading.Thread(target=self._loop, name="recur-lease", daemon=True).start()
+        start_daemon(self._loop, "recur-lease")
 
     def add(self, lease: Lease) -> None:
         at = time.monotonic() + lease.period

@@ -12,6 +12,7 @@ from flask import Flask
 from app.infra import clock
 from app.infra.extensions import db, get_redis
 from app.infra.locks import hold_if_free
+from app.infra.threads import start_daemon
 from app.notify import alerts, delivery, long_runs
 
 log = logging.getLogger(__name__)
@@ -46,5 +47,5 @@ def run(app: Flask, stop: threading.Event) -> None:
 def start_thread(app: Flask) -> threading.Event:
     """Start the loop in a daemon thread of this process; set the returned event to stop it."""
     stop = threading.Event()
-    threading.Thread(target=run, args=(app, stop), name="recur-watch", daemon=True).start()
+    start_daemon(run, "recur-watch", app, stop)
     return stop

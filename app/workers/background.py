@@ -26,6 +26,7 @@ from app.chain.redis_links import queue_named
 from app.infra import clock, metrics_files
 from app.infra.extensions import db, get_queue, get_redis, queue_names
 from app.infra.locks import LockLost, hold_if_free
+from app.infra.threads import start_daemon
 from app.notify import watch
 from app.services import retention
 from app.services.outside_runs import follow as triggered
@@ -220,7 +221,7 @@ def background_process_main(app: Flask, parent_pid: int | None) -> None:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     get_redis(app).connection_pool.reset()
     watching = watch.start_thread(app)  # webhooks and late schedules, beside the mover: never in its way
-    threading.Thread(target=run_pruning, args=(app, stop), name="recur-prune", daemon=True).start()
+    start_daemon(run_pruning, "recur-prune", app, stop)
     try:
         run_background(app, stop, parent_pid)
     finally:

@@ -30,6 +30,7 @@ from app.chain.redis_links import LINK_FUNC
 from app.chain.run import Prepared, complete, prepare
 from app.infra import clock
 from app.infra.extensions import db
+from app.infra.threads import deaf_to_stop_signals
 from app.workers import horse
 from app.workers.pool import POLL_SECONDS, Limits, WorkProcess, death_of, rss_bytes
 
@@ -136,6 +137,13 @@ class QuietBetweenJobs(_RQWorker):
         """RQ's record of the worker's end, which a worker stopped while Redis is away cannot write: its
         registration then expires by itself (worker_ttl + 60 s), and the worker exits as it was asked to."""
         self._while_redis_away("record of its end", super().register_death)
+
+    def subscribe(self) -> None:
+        """RQ's command channel, listened to by a thread of redis-py's that must not take the stop signals: a
+        SIGTERM the kernel gave it would wait, unseen, for the main thread's blocking dequeue to time out
+        (app.infra.threads)."""
+        with deaf_to_stop_signals():
+            super().subscribe()  # type: ignore[no-untyped-call]
 
     def unsubscribe(self) -> None:
         """RQ's goodbye to its command channel (`rq` stop-job and shutdown commands), at exit."""
