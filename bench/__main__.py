@@ -60,14 +60,14 @@ QUICK = {
     "rounds": 1, "throughput_simple": 60, "throughput_forking": 30,
     "loads": [(30, 2, 2)], "herd": 30,
     "scale": [200, 1000], "api": 30, "rqs_poll": 0.1,
-    "steady_modes": ["simple", "fork"],
+    "steady_modes": [],  # the worker's modes are each timed in scenario 1; scenario 2 runs the default one
     "burst": {"count": 30, "interval": 2, "rounds": 2},
     # More schedules than one worker runs in a second, so the marks come as fast as the worker goes.
     "memory": {"schedules": 300, "marks": [200, 1000]},
     "throughput_workers": "one per core",
-    "history": {"runs": 20_000, "schedules": 200, "big": 4000, "small": 1000, "requests": 20, "warmup": 5,
-                "links": 100, "load": (30, 2), "sample": 1, "settle": 5, "limit": 120},
-    "mixed": {"quick": (30, 2), "slow": (4, 6), "sleep": (1, 3), "slow_spread": 2, "seconds": 8, "drain": 5,
+    "history": {"runs": 8000, "schedules": 200, "big": 1600, "small": 400, "requests": 10, "warmup": 5,
+                "links": 50, "load": (30, 2), "sample": 1, "settle": 5, "limit": 120},
+    "mixed": {"quick": (30, 2), "slow": (4, 6), "sleep": (1, 3), "slow_spread": 2, "seconds": 5, "drain": 4,
               "baseline": [None], "mixed": [None, 2], "own_queue": 6, "few_slow": True, "throughput_slots": [2],
               "throughput_count": 60},
 }

@@ -200,25 +200,29 @@ class Process:
         return self.log_path.read_text(errors="replace")
 
 
-def start_web(env: dict[str, str], port: int, log_path: Path, cwd: Path = ROOT, app: str = "wsgi:app") -> Process:
+def start_web(env: dict[str, str], port: int, log_path: Path, cwd: Path = ROOT, app: str = "wsgi:app",
+              workers: int = 2) -> Process:
+    """gunicorn as the Procfile runs it (two web processes of four threads; the bench's), or with `workers`."""
     import sys
 
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     # No control socket: gunicorn 27 puts it at one path per user, which concurrent test servers share.
-    return Process([gunicorn, app, "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4",
+    return Process([gunicorn, app, "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", "4",
                     "--no-control-socket"],
                    env, log_path, cwd=cwd)
 
 
 def serve_web(env: dict[str, str], log_path: Path, answers: Callable[[int], bool], cwd: Path = ROOT,
-              timeout: float = 90, tries: int = 3, app: str = "wsgi:app") -> tuple[Process, int]:
-    """gunicorn on a free port, once `answers(port)` says it serves: the process and its port. A port found
+              timeout: float = 90, tries: int = 3, app: str = "wsgi:app", workers: int = 1) -> tuple[Process, int]:
+    """gunicorn on a free port, once `answers(port)` says it serves: the process and its port. A test's server
+    runs one web process (each is a whole app start, the largest part of a stack's start-up) unless the test
+    asks for more, as those of several web processes do (the `web_workers` marker). A port found
     free can be taken by another process before gunicorn binds it (the test passes run side by side), and
     then gunicorn gives up and exits: it is started again on another port. A server that never answers is
     stopped, its log closed, and the failure carries the log's tail."""
     for _ in range(tries):
         port = free_port()
-        web = start_web(env, port, log_path, cwd=cwd, app=app)
+        web = start_web(env, port, log_path, cwd=cwd, app=app, workers=workers)
 
         def served_or_gone(port: int = port, web: Process = web) -> bool:
             return answers(port) or not web.alive()

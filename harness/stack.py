@@ -63,11 +63,12 @@ class Api:
 
 
 def serve_api(env: dict[str, str], log_path: Path, token: str | None = None,
-              cwd: Path = ROOT) -> tuple[Process, Api]:
+              cwd: Path = ROOT, workers: int = 1) -> tuple[Process, Api]:
     """gunicorn on `env` (harness.servers.serve_web), once it answers an authorized request, and its API called
     with `token` (a new admin token on `env`'s database when none is given)."""
     token = token or token_for_env(env)
-    web, port = serve_web(env, log_path, lambda port: Api(f"http://127.0.0.1:{port}", token).answers(), cwd=cwd)
+    web, port = serve_web(env, log_path, lambda port: Api(f"http://127.0.0.1:{port}", token).answers(), cwd=cwd,
+                          workers=workers)
     return web, Api(f"http://127.0.0.1:{port}", token)
 
 
@@ -76,7 +77,8 @@ class Stack:
     is what every process started gets besides this process's environment; a test may add to it before it
     starts a worker."""
 
-    def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str, cwd: Path = ROOT) -> None:
+    def __init__(self, tmp_path: Path, redis: RedisServer, database_url: str, cwd: Path = ROOT,
+                 web_workers: int = 1) -> None:
         self.tmp_path = tmp_path
         self.cwd = cwd  # the checkout the processes run from
         self.database_url = database_url
@@ -86,7 +88,7 @@ class Stack:
             "RECUR_RECONCILE_SECONDS": "1",
             "RECUR_LEASE_SECONDS": "3",
         }
-        self.web, self.api = serve_api(self.env, tmp_path / "web.log", cwd=cwd)
+        self.web, self.api = serve_api(self.env, tmp_path / "web.log", cwd=cwd, workers=web_workers)
         self.workers: list[Process] = []
 
     def start_worker(self, *extra: str) -> Process:

@@ -218,7 +218,8 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisSer
     for name, value in stack_env.items():
         monkeypatch.setenv(name, value)
     Redis.from_url(redis_server.url).flushall()
-    stack = Stack(tmp_path, redis_server, database_url)
+    web_workers = request.node.get_closest_marker("web_workers")
+    stack = Stack(tmp_path, redis_server, database_url, web_workers=web_workers.args[0] if web_workers else 1)
     yield stack
     stack.stop()
     print_logs_if_failed(request.node, tmp_path.glob("*.log"))

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.workers.slots import default_concurrency
 from harness.servers import wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.web_workers(2)]  # two gunicorn web processes share the metrics
 
 TOKEN = "metrics-secret-for-the-test"
 
@@ -56,7 +56,7 @@ def test_the_procfiles_processes_as_written_count_in_one_place_per_host(tmp_path
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     monkeypatch.setenv("RECUR_METRICS_TOKEN", TOKEN)  # every process of the stack
     checkout = copy_of_the_checkout(tmp_path / "checkout")
-    stack = Stack(tmp_path, redis_server, database_url, cwd=checkout)
+    stack = Stack(tmp_path, redis_server, database_url, cwd=checkout, web_workers=2)  # the Procfile's two
     try:
         _counters_match_the_run_table(stack)
     finally:
