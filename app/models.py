@@ -118,7 +118,7 @@ class Workflow(db.Model):  # type: ignore[name-defined,misc]
     breaker_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     breaker_opened_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     breaker_probe_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
-    # The RQ queue its schedules' links and runs go through (NULL: RECUR_QUEUE); one of app.queues.names().
+    # The RQ queue its schedules' links and runs go through (NULL: RECUR_QUEUE); one of app.infra.extensions.queue_names().
     queue: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
@@ -147,7 +147,7 @@ class Schedule(db.Model):  # type: ignore[name-defined,misc]
     key: Mapped[str | None] = mapped_column(String(200), nullable=True)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"), index=True)
-    # Its workflow's queue, copied (app.queues.move_workflow keeps it so): the row a link is put from has it.
+    # Its workflow's queue, copied (app.services.workflows.update keeps it so): the row a link is put from has it.
     queue: Mapped[str | None] = mapped_column(String(64), nullable=True)
     owner_id: Mapped[int] = mapped_column(
         ForeignKey("owners.id", ondelete="CASCADE", name="fk_scheduled_jobs_owner_id"))

@@ -1,4 +1,4 @@
-"""The console's pages. Each one reads through app.console.queries (scoped to the signed-in owner) and changes
+"""The console's pages. Each one reads through app.services.queries (scoped to the signed-in owner) and changes
 things through app.services.schedules, the service the API uses; nothing here decides what the API would not."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Two kinds of function:
   and `kwargs`, carried in the schedule's payload as {"args": [...], "kwargs": {...}}. It reads the run's
   nominal time, key and attempt from `recur.context()` if it wants them.
 
-Fields are checked against the API's schemas by app.declarations, when sync reads them (it needs the app).
+Fields are checked against the API's schemas by app.declarations.wanted, when sync reads them (it needs the app).
 """
 
 from __future__ import annotations
