@@ -118,7 +118,8 @@ class Workflow(db.Model):  # type: ignore[name-defined,misc]
     breaker_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     breaker_opened_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     breaker_probe_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
-    # The RQ queue its schedules' links and runs go through (NULL: RECUR_QUEUE); one of app.infra.extensions.queue_names().
+    # The RQ queue its schedules' links and runs go through (NULL: RECUR_QUEUE); one of
+    # app.infra.extensions.queue_names().
     queue: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
