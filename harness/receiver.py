@@ -1,7 +1,8 @@
-"""Real HTTP receivers for webhook tests, on free loopback ports: `Receiver` records what it is sent and can
-be stopped and started again on the same port; it checks nothing itself: tests verify signatures with
-verify() below, written here from the Standard Webhooks specification, independently of
-app.notify.signing. `HangingReceiver` never answers and `TricklingReceiver` answers a byte at a time."""
+"""Real HTTP receivers for webhook tests, on free loopback ports: `Receiver` records what it is sent, can
+answer 500 to its first requests, and can be stopped and started again on the same port; it checks nothing
+itself: tests verify signatures with verify() below, written here from the Standard Webhooks specification,
+independently of app.notify.signing. `HangingReceiver` never answers and `TricklingReceiver` answers a byte at
+a time."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ ALL_TYPES = ["run.failed", "run.timed_out", "schedule.dead", "schedule.paused", 
 
 
 class Receiver:
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, fail_first: int = 0) -> None:
         self.port = port
+        self.fail_first = fail_first  # answer 500 to this many requests first (each is recorded all the same)
         self.received: list[dict[str, Any]] = []  # {"headers": {...}, "body": bytes, "json": ...}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -39,7 +41,8 @@ class Receiver:
                 with receiver._lock:
                     receiver.received.append({"headers": {k.lower(): v for k, v in self.headers.items()},
                                               "body": body, "json": json.loads(body)})
-                self.send_response(204)
+                    failing = len(receiver.received) <= receiver.fail_first
+                self.send_response(500 if failing else 204)
                 self.end_headers()
 
             def log_message(self, *args: Any) -> None:

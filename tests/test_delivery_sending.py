@@ -200,3 +200,39 @@ def test_a_given_up_delivery_is_sent_again_by_hand_once_per_request_and_the_log_
         assert missing.status_code == 404
     finally:
         receiver.stop()
+
+
+def test_a_delivery_waiting_for_its_retry_is_sent_when_asked_unless_a_sender_has_it(app, client):
+    receiver = Receiver(free_port(), fail_first=1)
+    receiver.start()
+    try:
+        app.config["RECUR_WEBHOOK_BACKOFF_SECONDS"] = 300
+        row_id = _pending_delivery(app, client, receiver.url)
+        webhook_id = db.session.get(Delivery, row_id).webhook_id  # type: ignore[union-attr]
+        delivery.deliver_due(clock.utcnow())
+        delivery.wait_idle()
+        db.session.remove()
+        row = db.session.get(Delivery, row_id)
+        assert row is not None and (row.status, row.attempts) == ("pending", 1) and len(receiver.events()) == 1
+        waiting_since = row.next_attempt_at  # five minutes away
+        db.session.rollback()
+        path = f"/api/v1/webhooks/{webhook_id}/deliveries/{row_id}/redeliver/"
+
+        assert delivery.claim(row_id, waiting_since, clock.utcnow())  # a sender has it: under way
+        held = client.post(path)
+        assert held.status_code == 202 and (held.json["status"], held.json["attempts"]) == ("pending", 2)
+        assert len(receiver.events()) == 1  # left to the sender
+        row = db.session.get(Delivery, row_id)
+        assert row is not None
+        row.attempts, row.next_attempt_at = 1, waiting_since  # as if that claim were never made
+        db.session.commit()
+
+        sent = client.post(path)
+        assert sent.status_code == 202 and (sent.json["status"], sent.json["attempts"]) == ("delivered", 2)
+        assert len(receiver.events()) == 2
+        # The scheduled retry's sender, which read the row before the request claimed it, finds it taken.
+        assert not delivery.claim(row_id, waiting_since, clock.utcnow())
+        log = client.get(f"/api/v1/webhooks/{webhook_id}/deliveries/").json["items"]
+        assert [(e["status_code"], e["requested_by"] is not None) for e in log] == [(204, True), (500, False)]
+    finally:
+        receiver.stop()

@@ -107,11 +107,13 @@ class WebhookRedeliver(MethodView):
     @api.response(202, DeliveryOut)
     @api.errors(404, 409)
     def post(self, webhook_id: int, delivery_id: int) -> Delivery:
-        """Send a delivery again: one that failed (gave up after a day), was dropped or was delivered
+        """Send a delivery again: one waiting for its retry, one that failed, was dropped or was delivered
 
-        It goes back to pending, due now, with a day of attempts from now; the delivery log gets an entry
-        naming who asked (`requested_by`). A delivery that is pending already (asked for again, or still
-        being retried) is left as it is, so a repeat of the request sends it once. 409 when its event was
+        A delivery waiting for its next retry is sent at once, in the request: one attempt, logged with its
+        answer and who asked (`requested_by`); the answer is the delivery after it. One that failed, was
+        dropped or was delivered goes back to pending, due now, with a day of attempts from now; the delivery
+        log gets an entry naming who asked. A pending delivery that is due already (asked for again) or has an
+        attempt under way is left as it is, so a repeat of the request sends it once. 409 when its event was
         pruned (RECUR_KEEP_EVENTS_DAYS).
         """
         delivery = webhooks.redeliver(webhook_or_404(webhook_id), delivery_id, acting(), clock.utcnow())

@@ -75,7 +75,7 @@ def webhook_page(webhook_id: int) -> Page:
         Delivery.webhook_id == webhook.id, Delivery.id.in_(ids)))} if ids else {}
     return render_template("webhook.html", w=webhook, attempts=found.items, deliveries=deliveries,
                            total=found.total, total_capped=found.total_capped, older=found.next,
-                           newest=after is not None, pending=webhooks.pending_count(webhook))
+                           newest=after is not None, pending=webhooks.pending_count(webhook), now=clock.utcnow())
 
 
 @console.post("/webhooks/<int:webhook_id>/deliveries/<int:delivery_id>/redeliver")
@@ -89,7 +89,8 @@ def webhook_redeliver(webhook_id: int, delivery_id: int) -> BaseResponse:
     else:
         if delivery is None:
             abort(404, description=f"delivery {delivery_id} does not exist")
-        flash(f"Delivery {delivery_id} will be sent again now.")
+        flash(f"Delivery {delivery_id} was sent again and delivered." if delivery.status == "delivered"
+              else f"Delivery {delivery_id} will be sent again now.")
     return redirect(url_for("console.webhook_page", webhook_id=webhook.id))
 
 

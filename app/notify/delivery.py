@@ -3,7 +3,9 @@ log the attempt, retry with backoff for a day.
 
 Any number of processes may run it: a delivery is claimed by a compare-and-set on its row (its next
 attempt pushed CLAIM_SECONDS ahead), so two processes never send one attempt at once, and a process that
-dies mid-send leaves a claim that lapses. Delivery is at least once: a receiver may see an event again
+dies mid-send leaves a claim that lapses. A request to send a delivery again that is waiting for its next
+retry (app.notify.redelivery) claims it the same way and sends it at once, in the request (attempt_now).
+Delivery is at least once: a receiver may see an event again
 (after a timeout whose answer was lost, say) and deduplicates on `webhook-id`, the event's stable id.
 
 No receiver can hold up another owner's: each process sends up to RECUR_WEBHOOK_CONCURRENCY deliveries at
@@ -133,14 +135,16 @@ def deliver_due(now: datetime) -> int:
             if not queue or free <= 0:
                 continue
             delivery_id, seen = queue.pop(0)
-            if _claim(delivery_id, seen, now):
+            if claim(delivery_id, seen, now):
                 sender.submit(app, owner_id, delivery_id, now)
                 started += 1
                 free -= 1
     return started
 
 
-def _claim(delivery_id: int, seen: datetime, now: datetime) -> bool:
+def claim(delivery_id: int, seen: datetime, now: datetime) -> bool:
+    """Take the pending delivery for one attempt if its next attempt is still `seen` (committed): its next
+    attempt pushed CLAIM_SECONDS ahead, its attempts counted. False when another process took it first."""
     claimed: Any = db.session.execute(
         update(Delivery)
         .where((Delivery.id == delivery_id) & (Delivery.status == "pending") & (Delivery.next_attempt_at == seen))
@@ -163,6 +167,16 @@ class _Letter:
     attempt: int
 
 
+def attempt_now(delivery_id: int, seen: datetime, now: datetime, by: str) -> bool:
+    """One attempt of the pending delivery, in this thread, asked for by `by` (its entry in the log says so):
+    claimed as deliver_due claims (so the scheduled retry, due at the same moment, is not sent too), then
+    sent with no transaction open. False when it could not be claimed (another process has it)."""
+    if not claim(delivery_id, seen, now):
+        return False
+    _attempt(delivery_id, now, current_app.config, by)
+    return True
+
+
 def _attempt_in_context(app: Flask, delivery_id: int, now: datetime) -> None:
     with app.app_context():
         try:
@@ -173,7 +187,7 @@ def _attempt_in_context(app: Flask, delivery_id: int, now: datetime) -> None:
             db.session.remove()
 
 
-def _attempt(delivery_id: int, now: datetime, config: Any) -> None:
+def _attempt(delivery_id: int, now: datetime, config: Any, by: str | None = None) -> None:
     letter = _letter(delivery_id, now)
     if letter is None:
         return
@@ -184,7 +198,7 @@ def _attempt(delivery_id: int, now: datetime, config: Any) -> None:
                            egress(config.get("RECUR_WEBHOOK_EGRESS")))
     except Exception as exc:  # noqa: BLE001 - whatever a send raises is a failed attempt, never a stalled pass
         answer = send.Answer(None, 0, f"{type(exc).__name__}: {exc}"[:500])
-    _record(delivery_id, letter, answer, now, config)
+    _record(delivery_id, letter, answer, now, config, by)
 
 
 def _letter(delivery_id: int, now: datetime) -> _Letter | None:
@@ -228,7 +242,8 @@ def _undeliverable(delivery: Delivery, webhook: Webhook | None, event: Event | N
     return None
 
 
-def _record(delivery_id: int, letter: _Letter, answer: send.Answer, now: datetime, config: Any) -> None:
+def _record(delivery_id: int, letter: _Letter, answer: send.Answer, now: datetime, config: Any,
+            by: str | None) -> None:
     delivery = db.session.get(Delivery, delivery_id)
     if delivery is None or delivery.status != "pending":
         db.session.rollback()
@@ -236,7 +251,7 @@ def _record(delivery_id: int, letter: _Letter, answer: send.Answer, now: datetim
     db.session.add(DeliveryAttempt(delivery_id=delivery_id, webhook_id=letter.webhook_id, event_id=letter.event_id,
                                    event_type=letter.event_type, attempt=letter.attempt, at=now,
                                    status_code=answer.status_code, duration_ms=answer.duration_ms,
-                                   error=answer.error))
+                                   error=answer.error, requested_by=by))
     if answer.ok:
         delivery.status = "delivered"
         delivery.delivered_at = now

@@ -69,8 +69,9 @@ class DeliveryAttemptOut(Schema):
     duration_ms = out(fields.Integer())
     error = out(fields.String(allow_none=True))
     requested_by = out(fields.String(allow_none=True, metadata={
-        "description": "set on an entry that records a request to send the delivery again (who asked); such "
-                       "an entry sent nothing"}))
+        "description": "who asked, on an entry made by a request to send the delivery again: with no "
+                       "status_code and duration_ms 0 it put the delivery back to pending and sent nothing; "
+                       "otherwise it is the attempt the request sent at once (a delivery waiting for its retry)"}))
 
 
 class DeliveryOut(Schema):
