@@ -156,7 +156,7 @@ LIST_COLUMNS: list[output.Column] = [
     ("ID", lambda s: s["id"]),
     ("KEY", lambda s: s.get("key")),
     ("NAME", lambda s: s["name"]),
-    ("STATUS", lambda s: s["status"]),
+    ("STATUS", lambda s: "overdue" if s.get("overdue") else s["status"]),  # never a plain "active" when overdue
     ("TIMING", output.timing_of),
     ("ZONE", lambda s: s.get("timezone")),
     ("NEXT RUN (UTC)", lambda s: s.get("next_run_at")),

@@ -22,6 +22,7 @@ from app.policies.condition import FAILED_OUTCOMES, Condition, condition
 from app.schemas.workflows import WorkflowIn
 from app.services import follow, history, queries, quotas, schedules, workflows
 from app.services.outside_runs import requests
+from app.services.overdue import overdue_seconds
 from app.services.reconcile_stats import read_stats
 from app.tasks import task_names
 from app.timing import iso
@@ -121,21 +122,25 @@ def schedule_list() -> Page:
     strips = queries.recent_outcomes([s.id for s in rows], STRIP)
     flows = {w.id: w for w in queries.workflows()}
     names = {w.id: w.name for w in flows.values()}
+    now = clock.utcnow()
     items = [{"schedule": s, "description": queries.timing_text(s), "runs": strips.get(s.id, []),
               "workflow": names.get(s.workflow_id, s.workflow_id),
-              "condition": _condition(s, flows.get(s.workflow_id), strips.get(s.id, []))} for s in rows]
+              "condition": _condition(s, flows.get(s.workflow_id), strips.get(s.id, []), now)} for s in rows]
     return render_template("schedules.html", items=items, total=found.total, total_capped=found.total_capped,
                            older=found.next, newest=after is not None, filters=filters, workflows=names,
                            statuses=[s.value for s in ScheduleStatus])
 
 
-def _condition(schedule: Schedule, workflow: Workflow | None, recent: list[queries.Outcome]) -> Condition:
-    """What is wrong with the schedule, first (its newest runs oldest first, as recent_outcomes gives them)."""
+def _condition(schedule: Schedule, workflow: Workflow | None, recent: list[queries.Outcome],
+               now: datetime) -> Condition:
+    """What is wrong with the schedule at `now`, first (its newest runs oldest first, as recent_outcomes gives
+    them)."""
     breaker = workflow.breaker_state if workflow is not None and workflow.breaker_threshold is not None else None
     ran = [r.status for r in recent if r.status in ("succeeded", *FAILED_OUTCOMES)]
     long = any(r.status == "running" and r.long_alerted for r in recent)
     return condition(schedule.status, schedule.health, breaker, ran[-1] if ran else None,
-                     failing_alert=schedule.failing_since is not None, running_long=long)
+                     failing_alert=schedule.failing_since is not None, running_long=long,
+                     overdue=overdue_seconds(schedule, now) is not None)
 
 
 def _after(order: queries.Order) -> Any:
@@ -161,7 +166,7 @@ def schedule_page(schedule_id: str) -> Page:
               for r in recent]
     workflow = db.session.get(Workflow, schedule.workflow_id)
     return render_template("schedule.html", s=schedule, description=queries.timing_text(schedule), upcoming=upcoming,
-                           condition=_condition(schedule, workflow, outcomes),
+                           condition=_condition(schedule, workflow, outcomes, now),
                            runs=found.items, total=found.total, total_capped=found.total_capped,
                            older=found.next, newest=after is not None,
                            chart=chart.timeline(points, zone=times.view_zone(schedule.timezone)), workflow=workflow,

@@ -87,6 +87,8 @@ class Settings:
                                              "most half", at_least=1)
     RECUR_WATCH_SECONDS: float = setting(1.0, "how often every process looks for due deliveries and (one at "
                                          "a time) for late schedules")
+    RECUR_OVERDUE_AFTER_SECONDS: float = setting(60.0, "an active schedule whose next run is past by more than "
+                                                 "this is overdue (its alert_after_seconds, if set, instead)")
     RECUR_MAX_SCHEDULES_PER_OWNER: int = setting(10_000, "schedules one owner may hold (app.services.quotas; an "
                                                  "admin may set another limit for one owner)", at_least=0)
     RECUR_MAX_WEBHOOKS_PER_OWNER: int = setting(50, "webhooks one owner may hold", at_least=0)

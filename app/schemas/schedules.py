@@ -10,17 +10,19 @@ from typing import Any
 from zoneinfo import available_timezones
 
 from flask import current_app
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import RAISE, Schema, ValidationError, fields, pre_dump, validate, validates_schema
 
 from app import timing
+from app.infra import clock
 from app.models import PAUSE_NOTE_MAX, OnExhausted, Schedule, ScheduleStatus
 from app.policies import CatchUpPolicy, OverlapPolicy
 from app.policies.catch_up import MAX_LIMIT as MAX_CATCH_UP_LIMIT
 from app.policies.retention import MAX_KEEP_RUNS_DAYS
 from app.schemas.common import Cursor, OwnedPageIn, page_of
-from app.schemas.fields import INT_MAX, Instant, Iso, instant, out, whole
+from app.schemas.fields import INT_MAX, Instant, Iso, Joined, instant, out, whole
 from app.schemas.follows import AFTER_DOC, AfterIn, after_of
 from app.schemas.runs import RunBriefOut
+from app.services.overdue import overdue_seconds
 from app.services.queries import SCHEDULES
 
 MAX_TIMEOUT_SECONDS = 7 * 86400  # a week: far below signal.alarm's and RQ's limits
@@ -226,6 +228,11 @@ class ScheduleOut(Schema):
     current_retry = out(fields.Integer())
     last_run_at = out(Iso(allow_none=True))
     next_run_at = out(Iso(allow_none=True))
+    overdue = out(fields.Boolean(metadata={
+        "description": "true: active, and its next_run_at is past by more than its grace (alert_after_seconds, "
+                       "else RECUR_OVERDUE_AFTER_SECONDS): nothing has run it. Decided when the answer is made."}))
+    overdue_seconds = out(fields.Float(allow_none=True, metadata={
+        "description": "How long past its next_run_at an overdue schedule is; null when not overdue."}))
     run_count = out(fields.Integer())
     error_count = out(fields.Integer())
     last_error = out(fields.String(allow_none=True))
@@ -235,6 +242,12 @@ class ScheduleOut(Schema):
 
     def _anchor(self, schedule: Schedule) -> str | None:
         return timing.iso_or_none(schedule.anchor_at) if schedule.anchor_explicit else None
+
+    @pre_dump
+    def _with_overdue(self, schedule: Any, **_: Any) -> Joined:
+        """Overdue as of now, on the cluster clock (app.policies.overdue): both fields from one reading."""
+        past = overdue_seconds(schedule, clock.utcnow())
+        return Joined(schedule, overdue=past is not None, overdue_seconds=None if past is None else round(past, 3))
 
 
 class ScheduleStatsOut(Schema):

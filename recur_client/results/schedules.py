@@ -65,6 +65,8 @@ class Schedule(TypedDict):
     current_retry: int
     last_run_at: str | None
     next_run_at: str | None
+    overdue: bool
+    overdue_seconds: float | None
     run_count: int
     error_count: int
     last_error: str | None
