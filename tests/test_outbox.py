@@ -10,10 +10,16 @@ from sqlalchemy import select
 from app.infra import rawsql
 from app.infra.extensions import db
 from app.notify import outbox
+from app.notify.events import payload
 from app.notify.models import Delivery, Event, Webhook
+from app.notify.outbox import EventType
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
-DATA = {"workflow_id": 7, "from": "open", "to": "closed", "at": "2026-03-01T12:00:00Z"}
+DATA = payload(EventType.BREAKER_CLOSED, workflow_id=7, workflow_name="nightly", from_="open", to="closed",
+               reason="reset by hand", failures=0)
+FAILED = payload(EventType.RUN_FAILED, schedule_id="s1", schedule_name="nightly", workflow_id=7, run_id="r1",
+                 scheduled_for=T0, finished_at=T0, status="failed", trigger="schedule", error="RuntimeError: boom",
+                 triggered_by_run_id=None)
 
 
 def _subscribe(*types: str) -> int:
@@ -54,10 +60,10 @@ def test_the_session_and_a_chain_transaction_write_the_same_rows(app):
 def test_nothing_is_written_without_a_subscriber_or_without_the_commit(app):
     _subscribe("run.failed")
     outbox.emit(db.session, 1, "breaker.closed", DATA, T0)
-    outbox.emit(db.session, None, "run.failed", DATA, T0)  # no owner: no event
+    outbox.emit(db.session, None, "run.failed", FAILED, T0)  # no owner: no event
     db.session.commit()
     assert _written() == []
 
-    outbox.emit(db.session, 1, "run.failed", DATA, T0)
+    outbox.emit(db.session, 1, "run.failed", FAILED, T0)
     db.session.rollback()
     assert _written() == []

@@ -10,6 +10,7 @@ from sqlalchemy import bindparam, insert, select, update
 
 from app.infra import rawsql
 from app.models import BreakerTransition, UTCDateTime, Workflow
+from app.notify.events import payload
 from app.notify.outbox import EventType, emit
 from app.policies import breaker as policy
 
@@ -45,9 +46,9 @@ def _save(tx: rawsql.Transaction, workflow_id: int, owner_id: int, name: str, af
                              "p_at": now, "p_reason": transition.reason, "p_by": by})
     event = {policy.OPEN: EventType.BREAKER_OPENED, policy.CLOSED: EventType.BREAKER_CLOSED}.get(transition.to_state)
     if event is not None:
-        emit(tx, owner_id, event.value, {"workflow_id": workflow_id, "workflow_name": name,
-                                         "from": transition.from_state, "to": transition.to_state,
-                                         "reason": transition.reason, "failures": after.failures}, now)
+        emit(tx, owner_id, event.value, payload(
+            event, workflow_id=workflow_id, workflow_name=name, from_=transition.from_state, to=transition.to_state,
+            reason=transition.reason, failures=after.failures), now)
 
 
 def admit(tx: rawsql.Transaction, workflow_id: int, run_id: str, now: datetime) -> str | None:

@@ -13,8 +13,8 @@ from app.chain import breaker as workflow_breaker
 from app.chain import run_alerts
 from app.infra import rawsql
 from app.models import RunStatus, Schedule, ScheduleStatus, UTCDateTime
+from app.notify.events import payload
 from app.notify.outbox import EventType, emit
-from app.timing import iso, iso_or_none
 
 _RUN_EVENTS = {
     RunStatus.FAILED: EventType.RUN_FAILED, RunStatus.TIMED_OUT: EventType.RUN_TIMED_OUT,
@@ -39,11 +39,10 @@ def after_run(tx: rawsql.Transaction, schedule: Schedule, run_id: str, nominal: 
     event = _RUN_EVENTS.get(status)
     if event is None:  # skipped, cancelled: not a run that ran to an outcome
         return
-    emit(tx, schedule.owner_id, event.value, {
-        "schedule_id": schedule.id, "schedule_name": schedule.name, "workflow_id": schedule.workflow_id,
-        "run_id": run_id, "scheduled_for": iso(nominal), "finished_at": iso(now), "status": status.value,
-        "trigger": trigger, "error": error, "triggered_by_run_id": triggered_by,
-    }, now)
+    emit(tx, schedule.owner_id, event.value, payload(
+        event, schedule_id=schedule.id, schedule_name=schedule.name, workflow_id=schedule.workflow_id, run_id=run_id,
+        scheduled_for=nominal, finished_at=now, status=status.value, trigger=trigger, error=error,
+        triggered_by_run_id=triggered_by), now)
     if has_breaker:
         workflow_breaker.record(tx, schedule.workflow_id, run_id, status is RunStatus.SUCCEEDED, now)
     ended = run_alerts.after_finish(tx, schedule, run_id, nominal, trigger, status, now)
@@ -51,18 +50,16 @@ def after_run(tx: rawsql.Transaction, schedule: Schedule, run_id: str, nominal: 
     if status is RunStatus.SUCCEEDED and schedule.health == "late":
         was = tx.first(_RECOVERED, {"p_id": schedule.id, "p_late": "late", "p_ok": "ok", "p_none": None})
     if was is not None or ended:  # one event for the missed-run alert, the failing alert, or both, ended
-        emit(tx, schedule.owner_id, EventType.SCHEDULE_RECOVERED.value, {
-            "schedule_id": schedule.id, "schedule_name": schedule.name, "run_id": run_id,
-            "scheduled_for": iso(nominal), "late_since": iso_or_none(schedule.late_since) if was is not None else None,
-            "failing_since": ended.get("failing_since"), "failures": ended.get("failures"),
-        }, now)
+        emit(tx, schedule.owner_id, EventType.SCHEDULE_RECOVERED.value, payload(
+            EventType.SCHEDULE_RECOVERED, schedule_id=schedule.id, schedule_name=schedule.name, run_id=run_id,
+            scheduled_for=nominal, late_since=schedule.late_since if was is not None else None,
+            failing_since=ended.get("failing_since"), failures=ended.get("failures")), now)
 
 
 def status_changed(tx: rawsql.Transaction, schedule: Schedule, before: str, error: str | None,
                    now: datetime) -> None:
     event = _STATUS_EVENTS.get(schedule.status) if schedule.status != before else None
     if event is not None:
-        emit(tx, schedule.owner_id, event.value, {
-            "schedule_id": schedule.id, "schedule_name": schedule.name, "status": schedule.status,
-            "from": before, "last_error": error, "pause_note": schedule.pause_note,
-        }, now)
+        emit(tx, schedule.owner_id, event.value, payload(
+            event, schedule_id=schedule.id, schedule_name=schedule.name, status=schedule.status, from_=before,
+            last_error=error, pause_note=schedule.pause_note), now)

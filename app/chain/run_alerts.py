@@ -16,10 +16,10 @@ from app import metrics
 from app.chain import rows
 from app.infra import rawsql
 from app.models import Run, RunStatus, Schedule, UTCDateTime
+from app.notify.events import payload
 from app.notify.outbox import EventType, emit
 from app.policies import run_alerts
 from app.policies.run_alerts import Streak
-from app.timing import iso, iso_or_none
 
 _SCHEDULES = Schedule.__table__
 _RUNS = Run.__table__
@@ -56,11 +56,10 @@ def after_claim(tx: rawsql.Transaction, schedule: Schedule | None, schedule_id: 
         return
     if tx.first(_MARK_LATE, {"p_run_id": run_id, "p_at": started}) is None:
         return
-    emit(tx, schedule.owner_id, EventType.RUN_LATE.value, {
-        "schedule_id": schedule.id, "schedule_name": schedule.name, "run_id": run_id, "scheduled_for": iso(nominal),
-        "started_at": iso(started), "late_seconds": round(run_alerts.lateness_seconds(nominal, started), 3),
-        "late_after_seconds": schedule.late_after_seconds, "trigger": trigger,
-    }, started)
+    emit(tx, schedule.owner_id, EventType.RUN_LATE.value, payload(
+        EventType.RUN_LATE, schedule_id=schedule.id, schedule_name=schedule.name, run_id=run_id, scheduled_for=nominal,
+        started_at=started, late_seconds=run_alerts.lateness_seconds(nominal, started),
+        late_after_seconds=schedule.late_after_seconds, trigger=trigger), started)
     tx.after_commit.append(functools.partial(metrics.alerted, EventType.RUN_LATE.value))
 
 
@@ -81,12 +80,11 @@ def after_finish(tx: rawsql.Transaction, schedule: Schedule, run_id: str, nomina
     if saved is None:
         return {}
     if step.failing:
-        emit(tx, schedule.owner_id, EventType.SCHEDULE_FAILING.value, {
-            "schedule_id": schedule.id, "schedule_name": schedule.name, "run_id": run_id,
-            "scheduled_for": iso(nominal), "failures": step.streak.failures, "failing_after": schedule.failing_after,
-            "status": status.value,
-        }, now)
+        emit(tx, schedule.owner_id, EventType.SCHEDULE_FAILING.value, payload(
+            EventType.SCHEDULE_FAILING, schedule_id=schedule.id, schedule_name=schedule.name, run_id=run_id,
+            scheduled_for=nominal, failures=step.streak.failures, failing_after=schedule.failing_after,
+            status=status.value), now)
         tx.after_commit.append(functools.partial(metrics.alerted, EventType.SCHEDULE_FAILING.value))
     if step.recovered:
-        return {"failing_since": iso_or_none(was.failing_since), "failures": was.failures}
+        return {"failing_since": was.failing_since, "failures": was.failures}
     return {}

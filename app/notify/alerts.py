@@ -14,9 +14,9 @@ from sqlalchemy import select, update
 
 from app.infra.extensions import db
 from app.models import Schedule, ScheduleStatus
+from app.notify.events import payload
 from app.notify.outbox import EventType, emit
 from app.policies.alerts import expected_tick, is_late
-from app.timing import iso_or_none
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +45,9 @@ def check(now: datetime) -> list[str]:
         if changed.rowcount == 1:
             schedule = db.session.get(Schedule, schedule_id)
             assert schedule is not None
-            emit(db.session, schedule.owner_id, EventType.SCHEDULE_MISSED.value, {
-                "schedule_id": schedule.id, "schedule_name": schedule.name, "expected_at": iso_or_none(expected),
-                "alert_after_seconds": alert_after, "status": schedule.status,
-            }, now)
+            emit(db.session, schedule.owner_id, EventType.SCHEDULE_MISSED.value, payload(
+                EventType.SCHEDULE_MISSED, schedule_id=schedule.id, schedule_name=schedule.name,
+                expected_at=expected, alert_after_seconds=alert_after, status=schedule.status), now)
             marked.append(schedule_id)
             log.warning("schedule %s is late: its tick of %s has not succeeded within %ss", schedule_id,
                         expected, alert_after)

@@ -13,9 +13,9 @@ from sqlalchemy import select, text, update
 from app.infra.extensions import db
 from app.models import Run, Schedule
 from app.notify.alerts import counted
+from app.notify.events import payload
 from app.notify.outbox import EventType, emit
 from app.policies.run_alerts import is_long
-from app.timing import iso
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +43,10 @@ def check(now: datetime) -> list[str]:
             update(Run).where((Run.id == run_id) & (Run.status == "running") & Run.long_alerted_at.is_(None))
             .values(long_alerted_at=now))
         if changed.rowcount == 1:
-            emit(db.session, owner_id, EventType.RUN_LONG.value, {
-                "schedule_id": schedule_id, "schedule_name": name, "run_id": run_id,
-                "scheduled_for": iso(scheduled_for), "started_at": iso(started_at),
-                "running_seconds": round((now - started_at).total_seconds(), 3), "long_after_seconds": long_after,
-                "trigger": trigger,
-            }, now)
+            emit(db.session, owner_id, EventType.RUN_LONG.value, payload(
+                EventType.RUN_LONG, schedule_id=schedule_id, schedule_name=name, run_id=run_id,
+                scheduled_for=scheduled_for, started_at=started_at, running_seconds=(now - started_at).total_seconds(),
+                long_after_seconds=long_after, trigger=trigger), now)
             alerted.append(run_id)
             log.warning("run %s of schedule %s has been going longer than %ss", run_id, schedule_id, long_after)
         db.session.commit()

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, scoped_session
 from app.infra import rawsql
 from app.infra.extensions import db
 from app.models import UTCDateTime
+from app.notify import events
 from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
 
 
@@ -38,6 +39,8 @@ class EventType(StrEnum):
     RUN_LONG = "run.long"
     RUN_LATE = "run.late"
     SCHEDULE_FAILING = "schedule.failing"
+    WORKERS_GONE = "workers.gone"
+    WORKERS_BACK = "workers.back"
 
 
 SUBSCRIPTIONS_TTL = 2.0
@@ -92,12 +95,16 @@ Into = rawsql.Transaction | Session | scoped_session[Any]
 
 
 def emit(into: Into, owner_id: int | None, event_type: str, data: dict[str, Any], at: datetime) -> None:
-    """Write the event, and a delivery for each of its owner's webhooks that wants its type, in `into`."""
+    """Write the event, and a delivery for each of its owner's webhooks that wants its type, in `into`. `data`:
+    what app.notify.events.payload() builds; events.InvalidEvent, written or not, when it is not what the
+    type's schema declares."""
+    events.check(event_type, data)
     if owner_id is None:
         return
     hooks = _subscribers(lambda: _run(into, _WEBHOOKS_OF, {"p_owner_id": owner_id}), owner_id, event_type)
     if not hooks:
         return
+    events.validate_written(event_type, data)
     event_id = new_event_id()
     _run(into, _INSERT_EVENT, {"p_id": event_id, "p_owner_id": owner_id, "p_type": event_type, "p_at": at,
                                "p_data": data})

@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from app.infra.extensions import db
 from app.models import BreakerTransition, Workflow
+from app.notify.events import payload
 from app.notify.outbox import EventType, emit
 from app.policies import breaker as policy
 
@@ -29,9 +30,9 @@ def reset(workflow: Workflow, by: str, now: datetime) -> None:
     db.session.add(BreakerTransition(workflow_id=workflow.id, from_state=workflow.breaker_state,
                                      to_state=policy.CLOSED, at=now, reason="reset by hand", by=by))
     if workflow.breaker_state != policy.CLOSED:
-        emit(db.session, workflow.owner_id, EventType.BREAKER_CLOSED.value, {
-            "workflow_id": workflow.id, "workflow_name": workflow.name, "from": workflow.breaker_state,
-            "to": policy.CLOSED, "reason": "reset by hand", "failures": 0}, now)
+        emit(db.session, workflow.owner_id, EventType.BREAKER_CLOSED.value, payload(
+            EventType.BREAKER_CLOSED, workflow_id=workflow.id, workflow_name=workflow.name,
+            from_=workflow.breaker_state, to=policy.CLOSED, reason="reset by hand", failures=0), now)
     workflow.breaker_state, workflow.breaker_failures = policy.CLOSED, 0
     workflow.breaker_opened_at = workflow.breaker_probe_run_id = None
     db.session.commit()

@@ -19,7 +19,7 @@ from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw
 from app.infra.clock import ceil_second
 from app.infra.extensions import db, get_redis
 from app.models import OnExhausted, Run, Schedule, ScheduleStatus, Workflow
-from app.notify import outbox
+from app.notify import events, outbox
 from app.policies import CatchUpPolicy, OverlapPolicy
 from app.services import follow, quotas
 
@@ -203,9 +203,9 @@ def pause(schedule: Schedule | str, now: datetime, note: str | None = None) -> S
     schedule.revision += 1
     schedule.updated_at = now
     audit.record(schedule.id, schedule.owner_id, "pause", now, {"pause_note": note} if note else None)
-    outbox.emit(db.session, schedule.owner_id, outbox.EventType.SCHEDULE_PAUSED.value, {
-        "schedule_id": schedule.id, "schedule_name": schedule.name, "status": schedule.status, "from": "active",
-        "pause_note": note}, now)
+    outbox.emit(db.session, schedule.owner_id, outbox.EventType.SCHEDULE_PAUSED.value, events.payload(
+        outbox.EventType.SCHEDULE_PAUSED, schedule_id=schedule.id, schedule_name=schedule.name,
+        status=schedule.status, from_="active", last_error=schedule.last_error, pause_note=note), now)
     db.session.commit()
     withdraw(schedule)
     return schedule
