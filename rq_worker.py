@@ -32,6 +32,7 @@ from app.infra.extensions import connect_redis, db, get_redis, queue_names  # no
 from app.infra.metrics_files import fold_ended  # noqa: E402
 from app.jobs import work_process_died  # noqa: E402
 from app.services.schema import ensure_schema  # noqa: E402
+from app.workers import beats  # noqa: E402
 from app.workers.background import BACKGROUND_SEEN_MS, background_seen, reconcile_once  # noqa: E402
 from app.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
 
@@ -87,7 +88,15 @@ class InRecurApp(_RecurWorker):
         with app.app_context():
             rows.warm_up()
             db.engine.dispose()  # work horses open their own connections
-            return bool(super().work(*args, **kwargs))
+        # This worker's beat (app.infra.worker_beats): counted alive while it beats, gone at once when it stops.
+        listens = [name for name in self.queue_names() if name in queue_names(app)]
+        beating = beats.start_thread(app, self.name, listens)
+        try:
+            with app.app_context():
+                return bool(super().work(*args, **kwargs))
+        finally:
+            beating.set()
+            beats.leave(get_redis(app), beats.Identity(self.name, os.getpid(), tuple(listens)))
 
 
 class Worker(InRecurApp, RecurPoolWorker):

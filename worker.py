@@ -36,6 +36,7 @@ from app.jobs import work_process_died  # noqa: E402
 from app.metrics import host_registry  # noqa: E402
 from app.services.schema import ensure_schema  # noqa: E402
 from app.workers.background import background_process_main, reconcile_once  # noqa: E402
+from app.workers.beats import Identity  # noqa: E402
 from app.workers.pool import Limits  # noqa: E402
 from app.workers.slots import Slots, default_concurrency  # noqa: E402
 from app.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
@@ -78,8 +79,10 @@ def main() -> None:
         rows.warm_up()  # work horses inherit the rendered statements
         db.engine.dispose()
 
+    name = args.name or f"recur-{socket.gethostname()}-{os.getpid()}"
+    identity = Identity(name, os.getpid(), tuple(listens))  # what its background process beats for it
     helper = multiprocessing.get_context("fork").Process(
-        target=background_process_main, args=(app, os.getpid()), name="recur-background", daemon=True
+        target=background_process_main, args=(app, os.getpid(), identity), name="recur-background", daemon=True
     )
     helper.start()
     if app.config["RECUR_METRICS_PORT"]:  # a host with no web process: its counts are scraped here
@@ -94,7 +97,6 @@ def main() -> None:
         # Everything allocated so far is left out of the collector's passes: a work process's collections
         # then stop touching (and copying) the pages the parent's objects live on.
         gc.freeze()
-    name = args.name or f"recur-{socket.gethostname()}-{os.getpid()}"
     concurrency = default_concurrency(
         args.concurrency if args.concurrency is not None else app.config["RECUR_WORKER_CONCURRENCY"])
 

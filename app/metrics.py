@@ -30,11 +30,10 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from rq import Worker
 from sqlalchemy import column, func, literal_column, select, table
 
-from app.infra import clock, metrics_files
-from app.infra.extensions import db, get_redis, queue_depths
+from app.infra import clock, metrics_files, worker_beats
+from app.infra.extensions import db, get_redis, queue_depths, queue_names
 from app.models import Schedule, ScheduleStatus, UTCDateTime, Workflow
 
 log = logging.getLogger(__name__)
@@ -115,7 +114,7 @@ _DELIVERIES = table("deliveries", column("id"), column("status"), column("attemp
 
 class StateCollector(Collector):
     """Read at scrape time, once for the cluster (not summed over processes): schedules by status from the
-    database, and from Redis the links waiting in the queue and in RQ's scheduled registry, and RQ workers."""
+    database, and from Redis the links waiting in the queue and in RQ's scheduled registry, and live workers."""
 
     def __init__(self, app: Flask) -> None:
         self.app = app
@@ -179,10 +178,26 @@ class StateCollector(Collector):
             scheduled.add_metric([waiting.name], waiting.scheduled)
         yield depth
         yield scheduled
-        workers = GaugeMetricFamily("recur_workers", "RQ workers in Redis (each slot of a worker.py is one).")
+        # Worker processes (a worker.py, whatever its slots; an rq worker) whose beat is within the grace
+        # (app.infra.worker_beats), not RQ's registrations, which outlive a killed worker by minutes.
         redis = get_redis(self.app)
-        workers.add_metric([], Worker.count(connection=redis))
+        now, grace = clock.utcnow().timestamp(), float(self.app.config["RECUR_WORKER_GRACE_SECONDS"])
+        beats = worker_beats.read(redis)
+        workers = GaugeMetricFamily("recur_workers", "Live worker processes: their beat is within "
+                                    "RECUR_WORKER_GRACE_SECONDS (a worker.py counts once, whatever its slots).")
+        workers.add_metric([], sum(1 for beat in beats if beat.alive(now, grace)))
         yield workers
+        alive = GaugeMetricFamily("recur_workers_alive", "Live worker processes listening on each queue.",
+                                  labels=["queue"])
+        unserved = GaugeMetricFamily("recur_queue_without_worker", "1 while a queue that has active schedules has "
+                                     "had no live worker (as the watch last recorded it; workers.gone).",
+                                     labels=["queue"])
+        gone = worker_beats.unserved(redis)
+        for queue, count in worker_beats.live_per_queue(beats, queue_names(self.app), now, grace).items():
+            alive.add_metric([queue], count)
+            unserved.add_metric([queue], 1 if queue in gone else 0)
+        yield alive
+        yield unserved
         behind = GaugeMetricFamily("recur_pruning_behind_seconds", "Seconds since the first of the pruning passes "
                                    "that have all stopped at their limit with history past retention left (0: the "
                                    "last pass deleted all of it).")

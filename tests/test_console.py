@@ -156,6 +156,7 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
     from rq import Worker
     from rq.job import Job
 
+    from app.infra import worker_beats
     from app.infra.extensions import get_queue, get_redis
     from app.workers.background import reconcile_once
     from harness.chain_driver import make_schedule, scheduled_ids
@@ -166,6 +167,9 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
     worker = Worker([get_queue(app)], connection=get_redis(app), name="recur-db-host-secret-7.internal-4242")
     worker.register_birth()
     worker.prepare_execution(Job.fetch(link, connection=get_redis(app)))
+    # its worker process beats (app.infra.worker_beats): live, so its slot is shown as RQ has it
+    worker_beats.beat(get_redis(app), worker.name, "db-host-secret-7.internal", 4242, ["recur"],
+                      clock.utcnow().timestamp())
     assert reconcile_once(app) is not None  # the reconciler's totals exist
 
     admin = signed_in_browser(app, token_for_app(app)).get("/health", base_url=HTTPS).get_data(as_text=True)

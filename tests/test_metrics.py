@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.workers.slots import default_concurrency
 from harness.servers import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.web_workers(2)]  # two gunicorn web processes share the metrics
@@ -116,7 +115,9 @@ def _counters_match_the_run_table(stack) -> None:  # type: ignore[no-untyped-def
         assert samples[("recur_schedules", (("status", "done"),))] == 2  # noop, flaky
         assert samples[("recur_schedules", (("status", "dead"),))] == 2  # fail, sleep (timed out)
         assert samples[("recur_schedules", (("status", "active"),))] == 0
-        assert samples[("recur_workers", ())] == 2 * default_concurrency(0)  # each slot is an RQ worker
+        # two worker.py processes, each of several slots: two live workers, not their RQ registrations
+        assert samples[("recur_workers", ())] == 2 and samples[("recur_workers_alive", (("queue", "recur"),))] == 2
+        assert samples[("recur_queue_without_worker", (("queue", "recur"),))] == 0
         assert ("recur_queue_depth", (("queue", "recur"),)) in samples
         assert samples[("recur_reconcile_pass_seconds_count", ())] >= 1
         assert not any("schedule_id" in dict(labels) or "id" in dict(labels) for _, labels in samples)

@@ -11,6 +11,7 @@ from app.console import (  # noqa: F401  (the page modules register their routes
     audit_pages,
     bulk,
     calendar_pages,
+    health_pages,
     owner_pages,
     runs,
     session,

@@ -9,21 +9,20 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo
 
-from flask import Blueprint, Response, abort, current_app, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, current_app, flash, redirect, render_template, request, url_for
 from redis.exceptions import RedisError
 from werkzeug.wrappers import Response as BaseResponse
 
 from app.auth.scope import caller
 from app.console import chart, explaining, forms, session, times
 from app.infra import clock, cursors
-from app.infra.extensions import db, get_redis, queue_depths
+from app.infra.extensions import db
 from app.models import Schedule, ScheduleStatus, Workflow
 from app.policies.condition import FAILED_OUTCOMES, Condition, condition
 from app.schemas.workflows import WorkflowIn
 from app.services import follow, history, queries, quotas, schedules, workflows
 from app.services.outside_runs import requests
 from app.services.overdue import overdue_seconds
-from app.services.reconcile_stats import read_stats
 from app.tasks import task_names
 from app.timing import iso
 
@@ -335,7 +334,7 @@ def _owned(schedule_id: str) -> Schedule:
     return schedule
 
 
-# --- workflows and health ------------------------------------------------------------------------
+# --- workflows -------------------------------------------------------------------------------------
 
 @console.route("/workflows", methods=["GET", "POST"])
 @session.signed_in
@@ -350,29 +349,3 @@ def workflow_list() -> Page:
     page = render_template("workflows.html", workflows=queries.workflows(), counts=queries.schedules_per_workflow(),
                            tasks=task_names(), errors=errors, form=request.form)
     return (page, 422) if errors else page
-
-
-@console.get("/health")
-@session.signed_in
-def health() -> Page:
-    """The service's health. As the API's health, the detail that shows other owners' activity (workers' host
-    names and current jobs, the queue, the reconciler's totals) only to an admin; to an owner, their own
-    schedules' counts and how many workers run."""
-    from rq import Worker
-
-    detail = bool(g.owner.is_admin)
-    redis_state, workers, worker_count, queues, stats = "ok", [], None, [], {}
-    try:
-        redis = get_redis()
-        if detail:
-            workers = sorted(Worker.all(connection=redis), key=lambda w: w.name)
-            worker_count = len(workers)
-            queues = queue_depths()
-            stats = read_stats(redis)
-        else:
-            worker_count = Worker.count(connection=redis)
-    except RedisError as exc:
-        redis_state = f"unavailable: {type(exc).__name__}"
-    return render_template("health.html", redis_state=redis_state, detail=detail, workers=workers,
-                           worker_count=worker_count, queues=queues, stats=stats,
-                           counts=queries.status_counts(), statuses=[s.value for s in ScheduleStatus], owner=g.owner)

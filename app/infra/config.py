@@ -89,6 +89,8 @@ class Settings:
                                          "a time) for late schedules")
     RECUR_OVERDUE_AFTER_SECONDS: float = setting(60.0, "an active schedule whose next run is past by more than "
                                                  "this is overdue (its alert_after_seconds, if set, instead)")
+    RECUR_WORKER_GRACE_SECONDS: float = setting(15.0, "a worker whose last beat is older is gone; a queue with "
+                                                "active schedules and no live worker makes health degraded")
     RECUR_MAX_SCHEDULES_PER_OWNER: int = setting(10_000, "schedules one owner may hold (app.services.quotas; an "
                                                  "admin may set another limit for one owner)", at_least=0)
     RECUR_MAX_WEBHOOKS_PER_OWNER: int = setting(50, "webhooks one owner may hold", at_least=0)

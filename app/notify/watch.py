@@ -1,6 +1,7 @@
 """The loop every Recur process runs (web processes in a thread started by gunicorn.conf.py, workers in
 their background process): deliver due webhooks, and, one process at a time (a Redis lock), mark late
-schedules and long runs. It never runs inside a link, so a slow receiver never slows a chain."""
+schedules, long runs and queues left without a live worker. It never runs inside a link, so a slow receiver
+never slows a chain."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from app.infra import clock
 from app.infra.extensions import db, get_redis
 from app.infra.locks import hold_if_free
 from app.infra.threads import start_daemon
-from app.notify import alerts, delivery, long_runs
+from app.notify import alerts, delivery, long_runs, workers_gone
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ def watch_once(app: Flask) -> None:
                 if lock is not None:
                     alerts.check(now)
                     long_runs.check(now)
+                    workers_gone.check(now)
             delivery.deliver_due(clock.utcnow())
         finally:
             db.session.remove()

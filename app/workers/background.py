@@ -23,7 +23,7 @@ from app import metrics
 from app.chain.leases import pulse, pulse_every
 from app.chain.mover import Mover
 from app.chain.redis_links import queue_named
-from app.infra import clock, metrics_files
+from app.infra import clock, metrics_files, worker_beats
 from app.infra.extensions import db, get_queue, get_redis, queue_names
 from app.infra.locks import LockLost, hold_if_free
 from app.infra.threads import start_daemon
@@ -33,6 +33,7 @@ from app.services.outside_runs import follow as triggered
 from app.services.outside_runs import waiting
 from app.services.reconcile import reconcile
 from app.services.reconcile_stats import count_pass
+from app.workers import beats
 
 log = logging.getLogger(__name__)
 
@@ -170,18 +171,26 @@ def start_waiting(app: Flask) -> None:
 FOLD_SECONDS = 600.0  # how often a worker folds the metric files of its host's ended processes
 
 
-def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = None) -> None:
-    """Loop until `stop` is set (or the parent worker is gone): move due links, reconcile periodically."""
+def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = None,
+                   identity: beats.Identity | None = None) -> None:
+    """Loop until `stop` is set (or the parent worker is gone): move due links, reconcile periodically, and with
+    `identity` (worker.py's), beat for the worker about once a second (app.infra.worker_beats)."""
     redis = get_redis(app)
     # Every queue's due links, whichever queues this worker's slots listen to: any worker moves them all.
     movers = [Mover(redis, queue_named(get_queue(app), name)) for name in queue_names(app)]
     max_sleep = app.config["RECUR_MOVER_MAX_SLEEP"]
     every = app.config["RECUR_RECONCILE_SECONDS"]
     lease_seconds, redis_timeout = app.config["RECUR_LEASE_SECONDS"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"]
-    next_reconcile = next_waiting = next_pulse = next_fold = 0.0
+    next_reconcile = next_waiting = next_pulse = next_fold = next_beat = 0.0
     while not stop.is_set():
         if parent_pid is not None and os.getppid() != parent_pid:
             return
+        if identity is not None and clock.monotonic() >= next_beat:
+            next_beat = clock.monotonic() + worker_beats.BEAT_EVERY_SECONDS
+            try:
+                beats.send(redis, identity)
+            except RedisError as exc:  # the pass below says so too
+                log.debug("beat not sent (%s)", exc)
         try:
             # clock.utcnow() is the cluster clock: what is due, and how long to sleep, do not depend on the host.
             if clock.monotonic() >= next_pulse:  # Redis answers: a lease it lets lapse is a lost worker's
@@ -213,9 +222,11 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
         stop.wait(wait)
 
 
-def background_process_main(app: Flask, parent_pid: int | None) -> None:
+def background_process_main(app: Flask, parent_pid: int | None, identity: beats.Identity | None = None) -> None:
     """Entry of the forked helper process: exits on SIGTERM/SIGINT or when its worker dies (with no
-    `parent_pid`, a process started on its own: background.py, beside `rq worker` processes)."""
+    `parent_pid`, a process started on its own: background.py, beside `rq worker` processes). With `identity`,
+    it beats for its worker, and takes the beat away when the worker is stopped (SIGTERM, Ctrl-C); a worker that
+    died without a word is gone once its last beat is older than the grace."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -223,6 +234,8 @@ def background_process_main(app: Flask, parent_pid: int | None) -> None:
     watching = watch.start_thread(app)  # webhooks and late schedules, beside the mover: never in its way
     start_daemon(run_pruning, "recur-prune", app, stop)
     try:
-        run_background(app, stop, parent_pid)
+        run_background(app, stop, parent_pid, identity)
     finally:
         watching.set()
+        if identity is not None and stop.is_set():  # a worker stopped; a killed one's beat lapses after the grace
+            beats.leave(get_redis(app), identity)

@@ -112,8 +112,8 @@ class QuietBetweenJobs(_RQWorker):
 
     def _register_again(self) -> None:
         """Write back the registration RQ writes only at birth (the worker's hash and its place in the
-        workers' sets), after a Redis restart or failover lost it: without it `rq info`, the console and
-        recur_workers no longer count a worker that is running."""
+        workers' sets), after a Redis restart or failover lost it: without it `rq info` and the console's
+        list of slots no longer show a worker that is running."""
         with self.connection.pipeline() as pipe:
             pipe.hset(self.key, mapping=self.serialize())
             worker_registration.register(self, pipe)

@@ -1,0 +1,91 @@
+"""Worker liveness on one app (fakeredis, a real database), with literal times: a worker is alive while its beat
+is within the grace, a worker.py counts once whatever its slots, and a queue with active schedules and no live
+worker is recorded once, with workers.gone to its owners, then workers.back once a worker beats again. End to end
+with real processes: tests/test_worker_liveness_e2e.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+
+from app.infra import clock, worker_beats
+from app.infra.extensions import db, get_redis
+from app.notify import outbox, workers_gone
+from app.notify.models import Event, Webhook
+from harness.chain_driver import make_schedule
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+GRACE = 15.0  # RECUR_WORKER_GRACE_SECONDS' default
+
+
+def _at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def _events(event_type: str) -> list[Event]:
+    found = list(db.session.scalars(select(Event).where(Event.type == event_type).order_by(Event.occurred_at)))
+    db.session.rollback()
+    return found
+
+
+def test_a_worker_is_alive_within_the_grace_and_counts_once_per_queue(app) -> None:
+    redis = get_redis(app)
+    worker_beats.beat(redis, "recur-a-1", "a", 1, ["recur", "exports"], _at(0).timestamp())
+    worker_beats.beat(redis, "recur-b-2", "b", 2, ["recur"], _at(10).timestamp())
+    beats = worker_beats.read(redis)
+    assert [(b.name, b.queues) for b in beats] == [("recur-a-1", ("recur", "exports")), ("recur-b-2", ("recur",))]
+    assert worker_beats.live_per_queue(beats, ["recur", "exports"], _at(15).timestamp(), GRACE) == {
+        "recur": 2, "exports": 1}  # exactly at the grace: still alive
+    assert worker_beats.live_per_queue(beats, ["recur", "exports"], _at(15.5).timestamp(), GRACE) == {
+        "recur": 1, "exports": 0}
+    kept = worker_beats.forget_gone(redis, beats, _at(600.5).timestamp())  # a's beat is past FORGET_SECONDS
+    assert [b.name for b in kept] == [b.name for b in worker_beats.read(redis)] == ["recur-b-2"]
+    worker_beats.leave(redis, "recur-b-2")
+    assert worker_beats.read(redis) == []
+
+
+def test_a_queue_without_a_live_worker_sends_workers_gone_once_and_workers_back_once(app) -> None:
+    db.session.add(Webhook(owner_id=1, url="https://hooks.example.com/recur", event_types=["workers.gone",
+                           "workers.back"], secret="whsec_cmVjdXItZXhhbXBsZS1zZWNyZXQtMjRi", created_at=T0))
+    db.session.commit()
+    outbox.forget(1)
+    redis = get_redis(app)
+    worker_beats.beat(redis, "recur-a-1", "a", 1, ["recur"], _at(0).timestamp())
+    assert workers_gone.check(_at(5)) == {"gone": [], "back": []}  # no active schedule, and a live worker
+    make_schedule(_at(5), interval_seconds=3600)
+    assert workers_gone.check(_at(15)) == {"gone": [], "back": []}
+    assert workers_gone.check(_at(16)) == {"gone": ["recur"], "back": []}
+    for later in (17, 30, 300):  # not once per check
+        assert workers_gone.check(_at(later)) == {"gone": [], "back": []}
+    [gone] = _events("workers.gone")
+    assert gone.data == {"queue": "recur", "live_workers": 0, "grace_seconds": GRACE,
+                         "last_seen_at": "2026-03-01T12:00:00Z"}
+    assert list(worker_beats.unserved(redis)) == ["recur"]
+
+    worker_beats.beat(redis, "recur-b-2", "b", 2, ["recur"], _at(310).timestamp())
+    assert workers_gone.check(_at(311)) == {"gone": [], "back": ["recur"]}
+    assert workers_gone.check(_at(312)) == {"gone": [], "back": []}
+    [back] = _events("workers.back")
+    assert back.data == {"queue": "recur", "live_workers": 1, "gone_since": "2026-03-01T12:00:16Z"}
+    assert worker_beats.unserved(redis) == {}
+
+
+def test_health_is_degraded_while_a_queue_with_active_schedules_has_no_live_worker(app, client) -> None:
+    redis = get_redis(app)
+    make_schedule(clock.utcnow(), interval_seconds=3600)
+    worker_beats.beat(redis, "recur-a-1", "a", 1, ["recur"], clock.utcnow().timestamp())
+    anyone = app.test_client()
+    for ready in ("", "?ready=1"):
+        answer = anyone.get("/api/v1/health/" + ready)
+        assert answer.status_code == 200 and answer.json["status"] == "ok", answer.json
+        assert answer.json["workers"] == {"recur": 1} and answer.json["queues_without_workers"] == []
+        assert "worker_processes" not in answer.json  # host names: admins only
+
+    worker_beats.beat(redis, "recur-a-1", "a", 1, ["recur"], clock.utcnow().timestamp() - GRACE - 1)
+    answer = anyone.get("/api/v1/health/")
+    assert (answer.status_code, answer.json["status"]) == (200, "degraded"), answer.json
+    assert answer.json["workers"] == {"recur": 0} and answer.json["queues_without_workers"] == ["recur"]
+    assert anyone.get("/api/v1/health/?ready=1").status_code == 503
+    [process] = client.get("/api/v1/health/").json["worker_processes"]  # the admin's
+    assert (process["name"], process["host"], process["alive"]) == ("recur-a-1", "a", False)
