@@ -14,7 +14,7 @@ from app.api.owners import admin_only
 from app.auth.models import OwnerEvent, ScheduleEvent
 from app.auth.scope import scoped
 from app.schemas.owners import EventPage, EventPageIn, OwnerEventPage, OwnerEventPageIn
-from app.services.queries import OWNER_EVENTS, SCHEDULE_EVENTS, Page, is_schedule_id, keyset_page, owned_schedule
+from app.services.queries import OWNER_EVENTS, SCHEDULE_EVENTS, Page, keyset_page, owned_schedule, schedule_ref
 
 
 @api.route("/audit/owners/", endpoint="owner_audit")
@@ -31,7 +31,7 @@ class OwnerAudit(MethodView):
         return keyset_page(select(OwnerEvent), OWNER_EVENTS, query["limit"], query["offset"], query.get("cursor"))
 
 
-@api.route("/schedules/<schedule_id>/events/", endpoint="schedule_events")
+@api.route("/schedules/<path:schedule_id>/events/", endpoint="schedule_events")
 class ScheduleEvents(MethodView):
     @api.arguments(EventPageIn, location="query")
     @api.response(200, EventPage)
@@ -42,10 +42,11 @@ class ScheduleEvents(MethodView):
         Kept after the schedule is deleted, so "who deleted it?" has an answer too. A page at a time after a
         cursor (`next`), one range of the index (schedule_id, at, id).
         """
-        if not is_schedule_id(schedule_id):
+        ident = schedule_ref(schedule_id)  # its id, or its key while it exists
+        if ident is None:
             raise not_found("schedule", schedule_id)
-        mine = scoped(select(ScheduleEvent), ScheduleEvent).where(ScheduleEvent.schedule_id == schedule_id)
+        mine = scoped(select(ScheduleEvent), ScheduleEvent).where(ScheduleEvent.schedule_id == ident)
         found = keyset_page(mine, SCHEDULE_EVENTS, query["limit"], query["offset"], query.get("cursor"))
-        if not found.total and owned_schedule(schedule_id) is None:
+        if not found.total and owned_schedule(ident) is None:
             raise not_found("schedule", schedule_id)
         return found

@@ -18,7 +18,7 @@ from app.schemas.explain import ExplainIn, ExplainOut
 from app.services.explain import explain_at
 
 
-@api.route("/schedules/<schedule_id>/explain/", endpoint="schedule_explain")
+@api.route("/schedules/<path:schedule_id>/explain/", endpoint="schedule_explain")
 class ScheduleExplain(MethodView):
     @with_schedule()
     @api.arguments(ExplainIn, location="query")

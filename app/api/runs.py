@@ -35,7 +35,7 @@ from app.services.queries import Page, RunDetail, backfill_page, is_schedule_id,
 _PLAN = BackfillPlanOut()
 
 
-@api.route("/schedules/<schedule_id>/runs/", endpoint="schedule_runs")
+@api.route("/schedules/<path:schedule_id>/runs/", endpoint="schedule_runs")
 class ScheduleRuns(MethodView):
     @with_schedule()
     @api.arguments(RunPageIn, location="query")
@@ -51,7 +51,7 @@ class ScheduleRuns(MethodView):
         return run_page(schedule, query["limit"], query["offset"], query.get("cursor"))
 
 
-@api.route("/schedules/<schedule_id>/runs/<run_id>/", endpoint="schedule_run")
+@api.route("/schedules/<path:schedule_id>/runs/<run_id>/", endpoint="schedule_run")
 class ScheduleRun(MethodView):
     @with_schedule()
     @api.response(200, RunDetailOut)
@@ -69,7 +69,7 @@ class ScheduleRun(MethodView):
         return found
 
 
-@api.route("/schedules/<schedule_id>/trigger/", endpoint="schedule_trigger")
+@api.route("/schedules/<path:schedule_id>/trigger/", endpoint="schedule_trigger")
 class ScheduleTrigger(MethodView):
     @with_schedule()
     @api.arguments(TriggerIn, required=False)
@@ -88,7 +88,7 @@ class ScheduleTrigger(MethodView):
                 "trigger": RunTrigger.MANUAL.value}
 
 
-@api.route("/schedules/<schedule_id>/backfill/", endpoint="schedule_backfill")
+@api.route("/schedules/<path:schedule_id>/backfill/", endpoint="schedule_backfill")
 class ScheduleBackfill(MethodView):
     @with_schedule()
     @api.arguments(BackfillIn)
@@ -116,7 +116,7 @@ class ScheduleBackfill(MethodView):
                                          clock.utcnow())
 
 
-@api.route("/schedules/<schedule_id>/backfills/", endpoint="schedule_backfills")
+@api.route("/schedules/<path:schedule_id>/backfills/", endpoint="schedule_backfills")
 class ScheduleBackfills(MethodView):
     @with_schedule()
     @api.arguments(BackfillPageIn, location="query")
@@ -130,7 +130,7 @@ class ScheduleBackfills(MethodView):
         return backfill_page(schedule, query["limit"], query["offset"], query.get("cursor"))
 
 
-@api.route("/schedules/<schedule_id>/backfills/<backfill_id>/", endpoint="schedule_backfill_item")
+@api.route("/schedules/<path:schedule_id>/backfills/<backfill_id>/", endpoint="schedule_backfill_item")
 class ScheduleBackfillItem(MethodView):
     @with_schedule()
     @api.response(200, BackfillOut)

@@ -9,13 +9,11 @@ from functools import wraps
 from typing import Any, TypeVar, cast
 
 from flask.views import MethodView
-from sqlalchemy import select
 
 from app.api.blueprint import api
 from app.api.errors import not_found
-from app.auth.scope import caller, scoped
+from app.auth.scope import caller
 from app.infra import clock
-from app.infra.extensions import db
 from app.models import Schedule
 from app.schemas.fields import Joined, iso
 from app.schemas.schedules import (
@@ -31,17 +29,25 @@ from app.schemas.schedules import (
     SchedulePage,
 )
 from app.services import history, schedules
-from app.services.queries import Page, ScheduleFilter, is_schedule_id, owned_schedule, schedule_page, timing_text
+from app.services.queries import (
+    Page,
+    ScheduleFilter,
+    owned_schedule,
+    owned_schedule_ids,
+    schedule_named,
+    schedule_page,
+    timing_text,
+)
 from app.services.queries import upcoming as next_times
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def with_schedule(for_update: bool = False) -> Callable[[F], F]:
-    """A view method's outermost decorator: the URL's schedule_id becomes the caller's schedule, read once and
-    before anything of the request (an unknown schedule is not found whatever the body says; another owner's
-    is as absent as one that never was). The view answers with that row, and a service changes it: locked
-    FOR UPDATE with `for_update`."""
+    """A view method's outermost decorator: the URL's schedule_id (an id, or a key: a `<path:...>` segment, as a
+    key may hold `/`) becomes the caller's schedule, read once and before anything of the request (an unknown
+    schedule is not found whatever the body says; another owner's is as absent as one that never was). The view
+    answers with that row, and a service changes it: locked FOR UPDATE with `for_update`."""
 
     def decorate(view: F) -> F:
         @wraps(view)
@@ -102,7 +108,7 @@ class SchedulePreview(MethodView):
                 "next_runs": [{"utc": iso(t), "local": t.astimezone(spec.tz).isoformat()} for t in times]}
 
 
-@api.route("/schedules/<schedule_id>/", endpoint="schedule")
+@api.route("/schedules/<path:schedule_id>/", endpoint="schedule")
 class ScheduleItem(MethodView):
     @with_schedule()
     @api.response(200, ScheduleDescribeOut)
@@ -123,12 +129,11 @@ class ScheduleItem(MethodView):
     @api.errors(404)
     def delete(self, schedule_id: str) -> None:
         """Delete a schedule"""
-        mine = scoped(select(Schedule), Schedule).where(Schedule.id == schedule_id)
-        if not is_schedule_id(schedule_id) or not schedules.remove_selected(mine, clock.utcnow()):
+        if not schedules.remove_selected(schedule_named(schedule_id), clock.utcnow()):  # by its id or its key
             raise not_found("schedule", schedule_id)
 
 
-@api.route("/schedules/<schedule_id>/pause/", endpoint="schedule_pause")
+@api.route("/schedules/<path:schedule_id>/pause/", endpoint="schedule_pause")
 class SchedulePause(MethodView):
     @with_schedule(for_update=True)
     @api.arguments(PauseIn, required=False)
@@ -142,7 +147,7 @@ class SchedulePause(MethodView):
         return detail(schedules.pause(schedule, clock.utcnow(), data.get("note") or None))
 
 
-@api.route("/schedules/<schedule_id>/resume/", endpoint="schedule_resume")
+@api.route("/schedules/<path:schedule_id>/resume/", endpoint="schedule_resume")
 class ScheduleResume(MethodView):
     @with_schedule(for_update=True)
     @api.response(200, ScheduleDetailOut)
@@ -164,10 +169,10 @@ class ScheduleBatchDelete(MethodView):
     def post(self, data: dict[str, Any]) -> dict[str, list[str]]:
         """Delete several schedules
 
-        Another owner's ids are left alone and reported as not found, like ids that never were.
+        Each is a schedule's id or key. Another owner's are left alone and reported as not found, like ids that
+        never were; each is reported as it was given.
         """
-        shaped = [i for i in data["schedule_ids"] if is_schedule_id(i)]
-        owned = list(db.session.scalars(scoped(select(Schedule.id), Schedule)
-                                        .where(Schedule.id.in_(shaped))))
-        deleted = schedules.remove(owned, clock.utcnow())
-        return {"deleted": deleted, "not_found": [i for i in data["schedule_ids"] if i not in set(deleted)]}
+        found = owned_schedule_ids(data["schedule_ids"])
+        deleted = set(schedules.remove(list(dict.fromkeys(found.values())), clock.utcnow()))
+        return {"deleted": [i for i in dict.fromkeys(data["schedule_ids"]) if found.get(i) in deleted],
+                "not_found": [i for i in data["schedule_ids"] if found.get(i) not in deleted]}

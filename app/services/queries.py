@@ -9,12 +9,12 @@ from datetime import datetime
 from functools import cache
 from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import Boolean, Select, String, TextualSelect, and_, func, or_, select, text
+from sqlalchemy import Boolean, ColumnElement, Select, String, TextualSelect, and_, case, func, or_, select, text
 from sqlalchemy.types import TypeDecorator
 
 from app import timing
 from app.auth.models import ApiToken, Owner, OwnerEvent, ScheduleEvent
-from app.auth.scope import get_owned, scoped
+from app.auth.scope import caller, get_owned, scoped
 from app.calendars.models import MAX_CALENDARS, Calendar
 from app.chain import planning
 from app.infra import cursors
@@ -123,9 +123,45 @@ def is_schedule_id(text: str) -> bool:
 
 
 def owned_schedule(schedule_id: str, for_update: bool = False) -> Schedule | None:
-    """The caller's schedule (locked, for a change, with `for_update`); another owner's is as absent as one
-    that never was."""
-    return get_owned(Schedule, schedule_id, for_update) if is_schedule_id(schedule_id) else None
+    """The caller's schedule with this id, else with this key (locked, for a change, with `for_update`);
+    another owner's is as absent as one that never was. Keys are unique per owner only, so a key names one of
+    the caller's own schedules, an admin's too."""
+    statement = schedule_named(schedule_id)
+    if for_update:
+        statement = statement.with_for_update()
+    return db.session.scalars(statement.execution_options(populate_existing=True)).first()
+
+
+def schedule_named(ref: str) -> Select[Any]:
+    """The statement of owned_schedule, one read: the caller's schedule with the id `ref`, else with the key."""
+    if not is_schedule_id(ref):
+        return scoped(select(Schedule), Schedule).where(_keyed([ref]))
+    return (scoped(select(Schedule), Schedule).where((Schedule.id == ref) | _keyed([ref]))
+            .order_by(case((Schedule.id == ref, 0), else_=1)).limit(1))
+
+
+def owned_schedule_ids(refs: list[str]) -> dict[str, str]:
+    """Each of `refs` that names one of the caller's schedules, by its id or else by its key (as
+    owned_schedule), mapped to that schedule's id; two queries whatever their number."""
+    ids = [ref for ref in refs if is_schedule_id(ref)]
+    found = {i: i for i in db.session.scalars(scoped(select(Schedule.id), Schedule).where(Schedule.id.in_(ids)))
+             } if ids else {}
+    keys = [ref for ref in refs if ref not in found]
+    if keys:
+        found.update({s.key: s.id for s in db.session.scalars(scoped(select(Schedule), Schedule).where(_keyed(keys)))
+                      if s.key is not None})
+    return found
+
+
+def schedule_ref(ref: str) -> str | None:
+    """The schedule id `ref` stands for: the caller's schedule's with that id or key, else `ref` itself when it
+    has an id's form (a deleted schedule's audit trail is read by its id), else None."""
+    return owned_schedule_ids([ref]).get(ref) or (ref if is_schedule_id(ref) else None)
+
+
+def _keyed(keys: list[str]) -> ColumnElement[bool]:
+    """Schedules of the caller's own with one of these keys."""
+    return (Schedule.owner_id == caller().id) & Schedule.key.in_(keys)
 
 
 def owned(model: type[M], ident: int, for_update: bool = False) -> M | None:
