@@ -72,12 +72,15 @@ def list_tasks() -> None:
 
 
 @cli.command("health")
+@click.option("--ready", is_flag=True, help="The readiness form: exit 1 unless the status is ok (also when a "
+              "queue with active schedules has no live worker).")
 @json_option
-def health() -> None:
-    """Whether the server's database and Redis answer (with counts for an admin)."""
+def health(ready: bool) -> None:
+    """Whether the server's database and Redis answer and which queues have live workers (with counts for an
+    admin)."""
     client = current().client
     try:
-        answer: Any = client.health()
+        answer: Any = client.health(ready=ready)
     except ApiError as exc:  # a 503 still carries the body that says what is down
         body = exc.body
         if not isinstance(body, dict) or "database" not in body:
@@ -92,7 +95,11 @@ def _show_health(answer: dict[str, Any]) -> None:
     if current().json:
         output.emit_json(answer)
         return
-    output.fields({"database": answer.get("database"), "redis": answer.get("redis")})
+    output.fields({"status": answer.get("status"), "database": answer.get("database"), "redis": answer.get("redis"),
+                   "workers": ", ".join(f"{queue} {count}" for queue, count in (answer.get("workers") or {}).items())
+                   or "none alive"})
+    if answer.get("queues_without_workers"):
+        click.echo(f"no live worker on: {', '.join(answer['queues_without_workers'])} (their schedules do not run)")
     for section in ("schedules", "reconciler"):
         if isinstance(answer.get(section), dict):
             click.echo(f"{section}:")

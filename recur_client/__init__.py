@@ -70,6 +70,7 @@ from recur_client.results import (
     Token,
     Triggered,
     Webhook,
+    WorkerProcess,
     Workflow,
 )
 
@@ -78,6 +79,7 @@ __all__ = [
     "BreakerTransition", "Calendar", "CalendarDay", "CalendarDays", "CalendarFields",
     "Client", "Conflict", "CreatedOwner", "CreatedToken", "CreatedWebhook", "Delivery",
     "DeliveryAttempt", "DeliveryAttemptPage", "ExplainRun", "Explanation", "Forbidden", "Health", "NotFound",
+    "WorkerProcess",
     "Owner", "OwnerEvent", "Page",
     "Preview", "PreviewTime", "Quota", "QuotaFields", "Quotas", "Run", "RunBrief", "RunDetail", "Schedule",
     "ScheduleDescription", "ScheduleDetail", "ScheduleEvent", "ScheduleFields", "ScheduleStats", "Task",

@@ -52,10 +52,11 @@ class Client:
         """The owner the token belongs to."""
         return cast(Owner, self.transport.request("GET", "/me/"))
 
-    def health(self) -> Health:
-        """Whether the server's database and Redis answer (counts for an admin). A server with either down
-        answers 503: Unavailable, whose `body` is this same shape saying what is down."""
-        return cast(Health, self.transport.request("GET", "/health/"))
+    def health(self, ready: bool = False) -> Health:
+        """Whether the server's database and Redis answer, and which queues have live workers (counts and the
+        worker processes for an admin). A server with either down answers 503: Unavailable, whose `body` is
+        this same shape saying what is down; with `ready` (the readiness form), so does one that is degraded."""
+        return cast(Health, self.transport.request("GET", "/health/", query={"ready": True if ready else None}))
 
     def tasks(self) -> list[Task]:
         """The tasks the server's code registered: what a workflow may name."""

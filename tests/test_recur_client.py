@@ -39,7 +39,7 @@ RESULTS = {
     "Webhook": "WebhookOut", "CreatedWebhook": "WebhookCreatedOut", "DeliveryAttempt": "DeliveryAttemptOut",
     "DeliveryAttemptPage": "DeliveryAttemptPage", "Delivery": "DeliveryOut", "Page": "SchedulePage",
     "Calendar": "CalendarOut", "CalendarDay": "CalendarDayOut", "CalendarDays": "CalendarDaysOut",
-    "Explanation": "ExplainOut", "ExplainRun": "ExplainRunOut",
+    "Explanation": "ExplainOut", "ExplainRun": "ExplainRunOut", "WorkerProcess": "WorkerOut",
 }
 # Each input type and the request schema whose fields it offers.
 FIELDS = {"ScheduleFields": "ScheduleIn", "TimingFields": "PreviewIn", "WorkflowFields": "WorkflowIn",

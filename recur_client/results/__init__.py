@@ -21,7 +21,7 @@ from recur_client.results.schedules import (
     ScheduleEvent,
     ScheduleStats,
 )
-from recur_client.results.service import Health, Task
+from recur_client.results.service import Health, Task, WorkerProcess
 from recur_client.results.webhooks import CreatedWebhook, Delivery, DeliveryAttempt, DeliveryAttemptPage, Webhook
 from recur_client.results.workflows import Breaker, BreakerTransition, Workflow
 
@@ -30,5 +30,6 @@ __all__ = [
     "CalendarDays", "CreatedOwner", "CreatedToken", "CreatedWebhook", "Delivery", "DeliveryAttempt",
     "DeliveryAttemptPage", "ExplainRun", "Explanation", "Health", "Owner", "OwnerEvent", "Page", "Preview",
     "PreviewTime", "Quota", "Quotas", "Run", "RunBrief", "RunDetail", "Schedule", "ScheduleDescription",
-    "ScheduleDetail", "ScheduleEvent", "ScheduleStats", "Task", "Token", "Triggered", "Webhook", "Workflow",
+    "ScheduleDetail", "ScheduleEvent", "ScheduleStats", "Task", "Token", "Triggered", "Webhook",
+    "WorkerProcess", "Workflow",
 ]
