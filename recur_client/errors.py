@@ -32,7 +32,7 @@ class Unreachable(ApiError):
 
 
 class BadRequest(ApiError):
-    """400: the request cannot be carried out as it stands (e.g. pausing a schedule that is not active)."""
+    """400: the request cannot be carried out as it stands (a body that is not JSON, an argument out of place)."""
 
 
 class Unauthorized(ApiError):
@@ -48,7 +48,8 @@ class NotFound(ApiError):
 
 
 class Conflict(ApiError):
-    """409: the request collides with the current state (a schedule's key taken, a quota reached, ...)."""
+    """409: the request collides with the current state (a schedule's key taken, pausing a schedule that is
+    not active, ...)."""
 
 
 class TooLarge(ApiError):

@@ -82,12 +82,12 @@ def test_pause_resume_rules(app, client):
     paused = client.post(f"/api/v1/schedules/{schedule_id}/pause/")
     assert paused.status_code == 200 and paused.json["status"] == "paused" and paused.json["next_run_at"] is None
     assert scheduled_ids(app) == []
-    _assert_error(client.post(f"/api/v1/schedules/{schedule_id}/pause/"), 400)
+    _assert_error(client.post(f"/api/v1/schedules/{schedule_id}/pause/"), 409)
     resumed = client.post(f"/api/v1/schedules/{schedule_id}/resume/")
     assert resumed.status_code == 200 and resumed.json["status"] == "active"
     assert resumed.json["current_repeat"] == 1  # a resume starts a new tick, under a new link ID
     assert scheduled_ids(app) == [link_id(schedule_id, 1, 0)]
-    _assert_error(client.post(f"/api/v1/schedules/{schedule_id}/resume/"), 400)
+    _assert_error(client.post(f"/api/v1/schedules/{schedule_id}/resume/"), 409)
     _assert_error(client.post("/api/v1/schedules/nope/pause/"), 404)
 
 

@@ -284,7 +284,7 @@ def test_patch_total_repeats_of_a_paused_schedule_at_its_run_count_makes_it_done
     response = client.patch(f"/api/v1/schedules/{schedule.id}/", json={"total_repeats": 1})
     assert response.status_code == 200, response.json
     assert response.json["status"] == "done"
-    _assert_error(client.post(f"/api/v1/schedules/{schedule.id}/resume/"), 400)
+    _assert_error(client.post(f"/api/v1/schedules/{schedule.id}/resume/"), 409)
 
 
 def test_a_breakers_answer_lists_its_newest_hundred_transitions_oldest_first(app, client):

@@ -79,7 +79,7 @@ def test_a_schedules_runs_and_backfills_read_it_once(client, schedule_id) -> Non
 def test_an_unknown_or_refused_schedule_is_read_once_too(client, schedule_id) -> None:
     assert len(_reads(client, "scheduled_jobs", "get", f"schedules/{UNKNOWN}/", 404)) == 1
     assert len(_reads(client, "scheduled_jobs", "patch", f"schedules/{UNKNOWN}/", 404, {"name": "x"})) == 1
-    assert len(_reads(client, "scheduled_jobs", "post", f"schedules/{schedule_id}/resume/", 400)) == 1
+    assert len(_reads(client, "scheduled_jobs", "post", f"schedules/{schedule_id}/resume/", 409)) == 1
 
 
 def test_other_item_views_read_their_object_once(app, client) -> None:

@@ -236,7 +236,20 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str,
     print(f"schemathesis {name}: {len(interactions)} requests, {len(operations)} distinct method+URL, "
           f"statuses {sorted(set(statuses))}")
     print(output[-2500:])  # schemathesis's summary (with -s)
-    return {"returncode": result.returncode, "output": output, "requests": len(interactions), "statuses": statuses}
+    # A 5xx is a server error, but for the documented one: health's readiness form answering 503 while a queue
+    # with active schedules has no live worker (this run starts none).
+    server_errors = [(i["request"]["method"], i["request"]["uri"][:200], i["response"]["status"]["code"])
+                     for i in interactions if int(i["response"]["status"]["code"]) >= 500
+                     and not _degraded_health(i)]
+    return {"returncode": result.returncode, "output": output, "requests": len(interactions), "statuses": statuses,
+            "server_errors": server_errors}
+
+
+def _degraded_health(interaction: dict[str, Any]) -> bool:
+    request, response = interaction["request"], interaction["response"]
+    body = str(response.get("body", {}).get("string", ""))
+    return (request["method"] == "GET" and request["uri"].split("?")[0].endswith("/api/v1/health/")
+            and int(response["status"]["code"]) == 503 and '"status":"degraded"' in body.replace(" ", ""))
 
 
 def _post(web: Web, path: str, body: Any) -> Any:
@@ -305,7 +318,7 @@ def test_the_live_server_keeps_its_contract_under_schemathesis(web, tmp_path):
                                       f"parameters = {{ owner_id = {spare} }}\n")
     assert last["returncode"] == 0, last["output"][-6000:]
     assert "schema validation mismatch" not in last["output"].lower(), last["output"][-6000:]
-    assert all(status < 500 for status in main["statuses"] + last["statuses"])
+    assert main["server_errors"] + last["server_errors"] == []
     assert main["requests"] > 200
     _nothing_sent_off_the_machine(web)
 

@@ -121,7 +121,7 @@ def test_revive_through_the_api(app, client):
     assert revived.json["current_retry"] == 0 and revived.json["next_run_at"] is not None
     events = client.get(f"/api/v1/schedules/{created['id']}/events/").json["items"]
     assert events[0]["action"] == "revive" and events[0]["actor"], events[0]
-    assert client.post(f"/api/v1/schedules/{created['id']}/resume/").status_code == 400  # active: neither
+    assert client.post(f"/api/v1/schedules/{created['id']}/resume/").status_code == 409  # active: neither
 
 
 def _api_schedule(client, **fields):

@@ -16,7 +16,6 @@ from harness.receiver import Receiver
 from harness.servers import ROOT, free_port, wait_for
 from harness.stack import QUICK_WEBHOOKS, Stack
 from recur_client import (
-    BadRequest,
     Client,
     Conflict,
     Forbidden,
@@ -268,7 +267,7 @@ def test_the_api_errors_arrive_as_exceptions_naming_the_field(stack: Stack) -> N
 
     paused = recur.schedules.create(name="p", workflow_id=flow["id"], every="1h")
     recur.schedules.pause(paused["id"])
-    with pytest.raises(BadRequest, match="only an active schedule can be paused"):
+    with pytest.raises(Conflict, match="only an active schedule can be paused"):
         recur.schedules.pause(paused["id"])
 
     with pytest.raises(Unauthorized):

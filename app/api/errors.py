@@ -55,7 +55,7 @@ def error_body(status: int, code: str, message: str, errors: dict[str, list[str]
 # answered as its nearest class listed.
 REFUSALS: dict[type[Exception], Callable[[Any], ApiError]] = {
     schedules.Invalid: lambda exc: validation_error(exc.errors),
-    schedules.Conflict: lambda exc: ApiError(400, "invalid_state", str(exc)),
+    schedules.Conflict: lambda exc: ApiError(409, "invalid_state", str(exc)),
     schedules.DuplicateKey: lambda exc: ApiError(409, "conflict", str(exc), {"key": [str(exc)]}),
     CalendarInvalid: lambda exc: validation_error(exc.errors),
     calendars.Conflict: lambda exc: ApiError(409, "conflict", exc.message, exc.errors),

@@ -138,7 +138,7 @@ class SchedulePause(MethodView):
     @with_schedule(for_update=True)
     @api.arguments(PauseIn, required=False)
     @api.response(200, ScheduleDetailOut)
-    @api.errors(404)
+    @api.errors(404, 409)
     def post(self, data: dict[str, Any], schedule: Schedule) -> Joined:
         """Pause a schedule, with an optional note
 
@@ -151,13 +151,13 @@ class SchedulePause(MethodView):
 class ScheduleResume(MethodView):
     @with_schedule(for_update=True)
     @api.response(200, ScheduleDetailOut)
-    @api.errors(404, 422)
+    @api.errors(404, 409, 422)
     def post(self, schedule: Schedule) -> Joined:
         """Resume a paused schedule, or revive a dead one
 
         Planned from now: its next tick is the first after now. A dead schedule (its last tick's retries ran
         out) starts its retries over, keeps its counters, and is recorded as `revive` in its audit trail. A
-        schedule whose timing has no run after now is not resumed (422); one neither paused nor dead is a 409.
+        schedule whose timing has no run after now, or one neither paused nor dead, is not resumed (409).
         """
         return detail(schedules.resume(schedule, clock.utcnow()))
 

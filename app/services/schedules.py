@@ -36,7 +36,7 @@ _PLAIN_COLUMNS = (
 
 
 class Conflict(Exception):
-    """The schedule is not in a state that allows the operation (a 400)."""
+    """The schedule is not in a state that allows the operation (a 409: the request collides with its state)."""
 
 
 class DuplicateKey(Exception):
@@ -229,7 +229,12 @@ def resume(schedule: Schedule | str, now: datetime) -> Schedule:
     _start_new_tick(schedule)
     if schedule.interval_seconds and not schedule.anchor_explicit:
         schedule.anchor_at = planning.default_anchor(schedule, now)
-    schedule.next_run_at = _first(schedule, now)
+    _validate_spec(schedule)
+    first = planning.first_nominal(schedule, now)
+    if first is None:  # its timing is spent: the schedule's state, not the request, stands in the way
+        raise Conflict("this schedule's timing has no run after now (check at, end_at, COUNT/UNTIL, windows); "
+                       "edit its timing to resume it")
+    schedule.next_run_at = first
     schedule.updated_at = now
     if revived:
         audit.record(schedule.id, schedule.owner_id, "revive", now, {"from": "dead", "last_error": schedule.last_error})
