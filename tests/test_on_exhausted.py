@@ -194,3 +194,16 @@ def test_a_pause_by_a_caller_during_the_last_attempt_keeps_its_note(chain_app, f
     actions = db.session.scalars(select(ScheduleEvent.action).where(ScheduleEvent.schedule_id == schedule.id)).all()
     assert sorted(actions) == ["create", "pause"]  # no second pause event by the policy
     db.session.rollback()
+
+
+def test_resuming_a_schedule_whose_timing_is_spent_is_a_409_and_leaves_it_paused(client, fake_clock):
+    """The request is fine; the schedule's state (a one-shot whose time passed while it was paused) is not."""
+    workflow = client.post("/api/v1/workflows/", json={"name": "w-once", "task": "builtin.noop"}).json["id"]
+    at = (fake_clock.now + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    once = client.post("/api/v1/schedules/", json={"name": "once", "workflow_id": workflow, "at": at}).json
+    assert client.post(f"/api/v1/schedules/{once['id']}/pause/").status_code == 200
+    fake_clock.advance(hours=2)
+    refused = client.post(f"/api/v1/schedules/{once['id']}/resume/")
+    assert refused.status_code == 409 and refused.json["code"] == "invalid_state", refused.json
+    assert "no run after now" in refused.json["message"]
+    assert client.get(f"/api/v1/schedules/{once['id']}/").json["status"] == "paused"

@@ -229,12 +229,10 @@ def resume(schedule: Schedule | str, now: datetime) -> Schedule:
     _start_new_tick(schedule)
     if schedule.interval_seconds and not schedule.anchor_explicit:
         schedule.anchor_at = planning.default_anchor(schedule, now)
-    _validate_spec(schedule)
-    first = planning.first_nominal(schedule, now)
-    if first is None:  # its timing is spent: the schedule's state, not the request, stands in the way
-        raise Conflict("this schedule's timing has no run after now (check at, end_at, COUNT/UNTIL, windows); "
-                       "edit its timing to resume it")
-    schedule.next_run_at = first
+    try:
+        schedule.next_run_at = _first(schedule, now)
+    except Invalid as exc:  # its timing is spent (or invalid): the schedule's state stands in the way
+        raise Conflict("; ".join(m for ms in exc.errors.values() for m in ms) + "; edit its timing") from exc
     schedule.updated_at = now
     if revived:
         audit.record(schedule.id, schedule.owner_id, "revive", now, {"from": "dead", "last_error": schedule.last_error})
