@@ -61,6 +61,9 @@ class OnExhausted(StrEnum):
 
 # A pause note is shown back as given; long enough for a sentence and an error message.
 PAUSE_NOTE_MAX = 1000
+# A schedule's key: the owner's own name for it (recur apply), a path-like word: no spaces or controls.
+KEY_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.:/@+-]*"
+KEY_MAX = 200
 
 
 class RunStatus(StrEnum):

@@ -72,7 +72,7 @@ def test_schedules_and_workflows_through_the_cli(stack):
 
     again = run("schedules", "pause", cron["id"], ok=False)  # the API refuses: exit 1 with its message
     assert again.code == 1
-    assert again.err.startswith("error: only an active schedule can be paused; this one is paused (HTTP 400)")
+    assert again.err.startswith("error: only an active schedule can be paused; this one is paused (HTTP 409)")
     assert run("schedules", "resume", cron["id"]).out.startswith(f"resumed {cron['id']}; next run ")
 
     invalid = run("schedules", "edit", cron["id"], "--cron", "61 * * * *", ok=False)

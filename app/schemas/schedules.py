@@ -14,7 +14,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, pre_dump, valida
 
 from app import timing
 from app.infra import clock
-from app.models import PAUSE_NOTE_MAX, OnExhausted, Schedule, ScheduleStatus
+from app.models import KEY_MAX, KEY_PATTERN, PAUSE_NOTE_MAX, OnExhausted, Schedule, ScheduleStatus
 from app.policies import CatchUpPolicy, OverlapPolicy
 from app.policies.catch_up import MAX_LIMIT as MAX_CATCH_UP_LIMIT
 from app.policies.retention import MAX_KEEP_RUNS_DAYS
@@ -96,9 +96,6 @@ class TimingIn(Schema):
             raise ValidationError("end_at must be after start_at.", field_name="end_at")
 
 
-# A schedule's key: the owner's own name for it (recur apply), a path-like word: no spaces or controls.
-KEY_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.:/@+-]*"
-
 
 def _whole_key(value: str) -> None:
     """The pattern's `$` lets a final newline through; the whole value must match."""
@@ -107,7 +104,7 @@ def _whole_key(value: str) -> None:
 
 
 def _key_field(**kwargs: Any) -> fields.String:
-    return fields.String(validate=[validate.Length(min=1, max=200), validate.Regexp(f"^{KEY_PATTERN}$"),
+    return fields.String(validate=[validate.Length(min=1, max=KEY_MAX), validate.Regexp(f"^{KEY_PATTERN}$"),
                                    _whole_key], **kwargs)
 
 

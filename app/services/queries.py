@@ -19,7 +19,7 @@ from app.calendars.models import MAX_CALENDARS, Calendar
 from app.chain import planning
 from app.infra import cursors
 from app.infra.extensions import db
-from app.models import Backfill, Run, RunOutput, Schedule, ScheduleStatus, Workflow
+from app.models import KEY_MAX, KEY_PATTERN, Backfill, Run, RunOutput, Schedule, ScheduleStatus, Workflow
 from app.notify.models import DeliveryAttempt, Webhook
 
 M = TypeVar("M")
@@ -31,6 +31,7 @@ MAX_RUN_OFFSET = MAX_OFFSET
 INT_MAX = 2**31 - 1  # PostgreSQL's INTEGER: a larger id names no row, and the databases refuse to compare it
 # Schedule ids are lower-case UUIDs; anything else (a NUL, 5,000 characters) names no schedule, and is never
 # sent to the database, which may refuse it (PostgreSQL refuses NUL in text).
+_KEY = re.compile(f"(?={KEY_PATTERN}\\Z).{{1,{KEY_MAX}}}")
 _SCHEDULE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -160,8 +161,9 @@ def schedule_ref(ref: str) -> str | None:
 
 
 def _keyed(keys: list[str]) -> ColumnElement[bool]:
-    """Schedules of the caller's own with one of these keys."""
-    return (Schedule.owner_id == caller().id) & Schedule.key.in_(keys)
+    """Schedules of the caller's own with one of these keys (a text no key can be, a NUL in it or 5,000
+    characters, is never sent to the database: PostgreSQL refuses a NUL in text)."""
+    return (Schedule.owner_id == caller().id) & Schedule.key.in_([key for key in keys if _KEY.fullmatch(key)])
 
 
 def owned(model: type[M], ident: int, for_update: bool = False) -> M | None:
