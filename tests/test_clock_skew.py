@@ -103,8 +103,13 @@ def skewed(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iter
     behind, ahead = faketime_env(f"-{SKEW}s"), faketime_env(f"+{SKEW}s")
     redis = Redis.from_url(redis_server.url)
     redis.flushall()
+    # Leases of 10 s, not 3: on a loaded machine (four test passes on two cores) a worker starved of the CPU
+    # for 3 s lets a 3 s lease lapse between committing a run and handing off its successor, and the
+    # reconciler then re-creates that link, as it should: the likeliest cause of the one repair a CI run
+    # counted here. What this test proves is the clock; lapsed leases have tests of their own. A repair
+    # now prints the reconciler's lines.
     env = {"DATABASE_URL": database_url, "REDIS_URL": redis_server.url, "RECUR_RECONCILE_SECONDS": "1",
-           "RECUR_LEASE_SECONDS": "3", "RECUR_TASK_MODULES": "harness.jobs", MARK: uuid.uuid4().hex}
+           "RECUR_LEASE_SECONDS": "10", "RECUR_TASK_MODULES": "harness.jobs", MARK: uuid.uuid4().hex}
     web, api = serve_api({**env, **behind}, tmp_path / "web.log")
     processes: list[Process] = [web]
     try:
@@ -184,5 +189,6 @@ def test_two_workers_four_seconds_apart_lose_no_tick_start_nothing_early_drop_no
     assert totals.early == [], summary
     assert dropped == [], summary
     assert arrived_early == [], arrived_early[:5]  # moved on the cluster clock, no link arrives early
-    assert stats.get("links_repaired") == "0" and stats.get("runs_written_off") == "0", summary
+    repairs = [line for line in lines if "recovery:" in line]
+    assert stats.get("links_repaired") == "0" and stats.get("runs_written_off") == "0", (summary, repairs[:5])
     assert totals.problems == [], totals.problems[:20]
