@@ -12,7 +12,17 @@ from apispec.ext.marshmallow.common import resolve_schema_cls
 from flask import Blueprint, Flask, Response, current_app, send_from_directory
 from flask_smorest import Api
 
-from app.api import audit, health, owners, runs, schedules, tasks, webhooks, workflows  # noqa: F401  (their views)
+from app.api import (  # noqa: F401  (their views)
+    apply,
+    audit,
+    health,
+    owners,
+    runs,
+    schedules,
+    tasks,
+    webhooks,
+    workflows,
+)
 from app.api import authentication as guard
 from app.api.blueprint import api
 from app.api.calendars import Calendars  # noqa: F401  (registers its views)

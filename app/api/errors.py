@@ -16,7 +16,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from app.calendars.expansion import CalendarInvalid
 from app.infra.extensions import db
 from app.schemas.errors import field_errors
-from app.services import calendars, owners, quotas, schedules, webhooks
+from app.services import apply, calendars, owners, quotas, schedules, webhooks
 from app.services.outside_runs import requests
 from app.timing.work import WorkExceeded
 
@@ -73,7 +73,18 @@ REFUSALS: dict[type[Exception], Callable[[Any], ApiError]] = {
         "parts."]}),
     WorkExceeded: lambda exc: ApiError(422, "validation_error", "The timing cannot be decided within the work one "
                                        "request may do.", {exc.field: [exc.message]}),
+    apply.StepRefused: lambda exc: _in_step(exc),
 }
+
+
+def _in_step(exc: apply.StepRefused) -> ApiError:
+    """A change of an apply refused: its own answer, its message starting with the change, each field named by
+    the change's place (schedules.create.2.cron)."""
+    inner = next(REFUSALS[kind] for kind in type(exc.cause).__mro__ if kind in REFUSALS)(exc.cause)
+    where = f"{exc.where} ({exc.name})"
+    return ApiError(inner.status, inner.code, f"{where}: {inner.message} Nothing of the apply was kept.",
+                    {f"{exc.where}.{name}": messages for name, messages in inner.errors.items()}
+                    or {exc.where: [inner.message]})
 
 
 class RequestDeadline(Exception):  # noqa: N818 - named for what happened, as TimeoutError is

@@ -10,6 +10,7 @@ from sqlalchemy import delete, func, select
 
 from app.auth import audit
 from app.auth.models import Owner
+from app.calendars.expansion import CalendarInvalid
 from app.calendars.models import MAX_CALENDARS, Calendar
 from app.declarations.marks import DeclaredKey
 from app.declarations.plan import (
@@ -23,9 +24,12 @@ from app.declarations.plan import (
     Plan,
     Step,
 )
+from app.infra import transaction
 from app.infra.extensions import db
 from app.models import Schedule, Workflow
-from app.services import schedules, workflows
+from app.services import quotas, schedules, workflows
+from app.tasks.declarations import DeclarationError
+from app.timing.work import WorkExceeded
 
 IN_BATCH = 500  # names in one IN list
 
@@ -78,37 +82,55 @@ def _batches(names: list[str]) -> Iterator[list[str]]:
         yield names[start:start + IN_BATCH]
 
 
-def execute(plan: Plan, owner: Owner, now: datetime, after_step: Callable[[], None] = lambda: None) -> None:
-    """Carry out each step in order; `after_step` runs between them (the lock's renewal). A step refused
-    raises (schedules.Invalid and the like): what was done stays done, and the next sync goes on from there."""
-    with audit.acting_as(owner.id, f"{owner.name} (declarations sync)"):
+def execute(plan: Plan, owner: Owner, now: datetime, after_step: Callable[[], None] = lambda: None,
+            dry_run: bool = False) -> None:
+    """Carry out the steps in order, whole: one transaction for all of them, handed off to Redis after its
+    commit; `after_step` runs between them (the lock's renewal). A step refused raises DeclarationError
+    naming its key, and nothing of the sync is kept. `dry_run`: every step is carried out, with every check
+    the real sync makes, and rolled back."""
+    with audit.acting_as(owner.id, f"{owner.name} (declarations sync)"), transaction.whole(dry_run):
         for step in plan.steps:
-            if step.action == CREATE:
-                _create(step, owner.id, now)
-            elif step.action in (UPDATE, RESUME):
-                _update(step, now)
-            elif step.action == PAUSE:
-                assert step.schedule_id is not None
-                schedules.pause(step.schedule_id, now, REMOVED_NOTE)
-            elif step.action == DELETE:
-                _delete(step, owner.id, now)
+            try:
+                _carry_out(step, owner, now)
+            except REFUSED as exc:
+                raise DeclarationError(step.key, _errors(exc)) from exc
             after_step()
 
 
+# What a step may be refused with (the API answers each as a 4xx): the sync names the step and stops.
+REFUSED = (schedules.Invalid, schedules.Conflict, schedules.DuplicateKey, quotas.QuotaExceeded, CalendarInvalid,
+           WorkExceeded)
+
+
+def _errors(exc: Exception) -> dict[str, list[str]]:
+    errors = getattr(exc, "errors", None)
+    if isinstance(exc, WorkExceeded):
+        return {exc.field: [exc.message]}
+    return dict(errors) if isinstance(errors, dict) and errors else {"refused": [str(exc)]}
+
+
+def _carry_out(step: Step, owner: Owner, now: datetime) -> None:
+    if step.action == CREATE:
+        _create(step, owner.id, now)
+    elif step.action in (UPDATE, RESUME):
+        _update(step, now)
+    elif step.action == PAUSE:
+        assert step.schedule_id is not None
+        schedules.pause(step.schedule_id, now, REMOVED_NOTE)
+    elif step.action == DELETE:
+        _delete(step, owner.id, now)
+
+
 def _create(step: Step, owner_id: int, now: datetime) -> None:
-    """The workflow, the schedule and the key's mark in one transaction (schedules.create commits it):
-    a schedule sync made is never left without its mark."""
+    """The workflow, the schedule and the key's mark, in the sync's transaction: a schedule sync made is never
+    left without its mark."""
     workflow = Workflow(owner_id=owner_id, created_at=now, **step.workflow_body)
     db.session.add(workflow)
     if db.session.get(DeclaredKey, (owner_id, step.key)) is None:
         db.session.add(DeclaredKey(owner_id=owner_id, key=step.key, created_at=now))
-    try:
-        db.session.flush()
-        created = schedules.create({**step.schedule_body, "key": step.key, "owner_id": owner_id,
-                                    "workflow_id": workflow.id}, now)
-    except BaseException:
-        db.session.rollback()
-        raise
+    db.session.flush()
+    created = schedules.create({**step.schedule_body, "key": step.key, "owner_id": owner_id,
+                                "workflow_id": workflow.id}, now)
     step.schedule_id, step.workflow_id = created.id, workflow.id
 
 

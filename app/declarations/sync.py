@@ -72,8 +72,10 @@ def sync(app: Flask, dry_run: bool = False, prune: bool = False, once: bool = Fa
             owner = sync_owner()
             now = clock.utcnow()
             declarations = wanted(settle(), now)
-            if dry_run:
-                return Outcome(_plan(owner, declarations, prune), dry_run=True)
+            if dry_run:  # every step carried out, with the real sync's checks, and rolled back
+                plan = _plan(owner, declarations, prune)
+                execute(plan, owner, now, dry_run=True)
+                return Outcome(plan, dry_run=True)
             digest = hashlib.sha256(json.dumps(
                 [owner.id, prune, [[w.key, w.schedule, w.workflow] for w in declarations]],
                 sort_keys=True, default=str).encode()).hexdigest()

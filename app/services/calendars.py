@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from app.calendars.expansion import CalendarInvalid, Source, expand
 from app.calendars.models import MAX_CALENDARS, Calendar
 from app.chain.handoff import hand_off_or_leave_to_recovery
+from app.infra import transaction
 from app.infra.extensions import db, get_redis
 from app.models import Schedule, ScheduleStatus
 from app.services import schedules
@@ -68,7 +69,7 @@ def create(owner_id: int, data: dict[str, Any], now: datetime) -> Calendar:
     _require_free_name(owner_id, calendar.name, None)
     db.session.add(calendar)
     _flush(calendar.name)
-    db.session.commit()
+    transaction.commit()
     return calendar
 
 
@@ -88,9 +89,13 @@ def update(calendar: Calendar, data: dict[str, Any], now: datetime) -> list[Sche
         if replanned:
             get_redis().ping()  # refuse before writing anything if the links could not be handed off
     _flush(calendar.name)
-    db.session.commit()
-    for schedule in replanned:
-        hand_off_or_leave_to_recovery(schedule)
+    transaction.commit()
+
+    def hand_off_all() -> None:
+        for schedule in replanned:
+            hand_off_or_leave_to_recovery(schedule)
+
+    transaction.after_commit(hand_off_all)
     return replanned
 
 
@@ -108,7 +113,7 @@ def remove(calendar: Calendar) -> None:
                        "another calendar (or none) first")
     db.session.delete(calendar)
     try:
-        db.session.commit()
+        transaction.commit()
     except IntegrityError as exc:  # a schedule took it up meanwhile: the foreign key refuses the delete
         db.session.rollback()
         raise Conflict(f"calendar {calendar.name!r} is used by a schedule") from exc

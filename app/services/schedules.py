@@ -16,6 +16,7 @@ from app.auth import audit
 from app.calendars.models import Calendar
 from app.chain import planning
 from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw
+from app.infra import transaction
 from app.infra.clock import ceil_second
 from app.infra.extensions import db, get_redis
 from app.models import OnExhausted, Run, Schedule, ScheduleStatus, Workflow
@@ -114,8 +115,8 @@ def create(data: dict[str, Any], now: datetime) -> Schedule:
     db.session.add(schedule)
     _flush_keyed(schedule.key)  # the id, for the event
     audit.record(schedule.id, schedule.owner_id, "create", now)
-    db.session.commit()
-    hand_off_or_leave_to_recovery(schedule)
+    transaction.commit()
+    transaction.after_commit(lambda: hand_off_or_leave_to_recovery(schedule))
     return schedule
 
 
@@ -158,9 +159,9 @@ def update(schedule: Schedule | str, data: dict[str, Any], now: datetime) -> Sch
     if replan and schedule.status == ScheduleStatus.ACTIVE.value:
         get_redis().ping()
     _flush_keyed(schedule.key)
-    db.session.commit()
+    transaction.commit()
     if replan or moved:  # moved to another queue: the same link, put again there (out of the old one)
-        hand_off_or_leave_to_recovery(schedule)
+        transaction.after_commit(lambda: hand_off_or_leave_to_recovery(schedule))
     return schedule
 
 
@@ -186,8 +187,8 @@ def _finish_by_patch(schedule: Schedule, now: datetime) -> Schedule:
     schedule.next_run_at = None
     schedule.revision += 1
     schedule.updated_at = now
-    db.session.commit()
-    withdraw(schedule)
+    transaction.commit()
+    transaction.after_commit(lambda: withdraw(schedule))
     return schedule
 
 
@@ -206,8 +207,8 @@ def pause(schedule: Schedule | str, now: datetime, note: str | None = None) -> S
     outbox.emit(db.session, schedule.owner_id, outbox.EventType.SCHEDULE_PAUSED.value, events.payload(
         outbox.EventType.SCHEDULE_PAUSED, schedule_id=schedule.id, schedule_name=schedule.name,
         status=schedule.status, from_="active", last_error=schedule.last_error, pause_note=note), now)
-    db.session.commit()
-    withdraw(schedule)
+    transaction.commit()
+    transaction.after_commit(lambda: withdraw(schedule))
     return schedule
 
 
@@ -241,8 +242,8 @@ def resume(schedule: Schedule | str, now: datetime) -> Schedule:
     get_redis().ping()
     schedule.health, schedule.late_since = "ok", None  # a new tick: the alert starts over
     schedule.detached_since = None
-    db.session.commit()
-    hand_off_or_leave_to_recovery(schedule)
+    transaction.commit()
+    transaction.after_commit(lambda: hand_off_or_leave_to_recovery(schedule))
     return schedule
 
 
@@ -265,9 +266,13 @@ def remove_selected(selected: Select[Schedule], now: datetime,
         db.session.execute(delete(Schedule).where(Schedule.id.in_(found)))
     if along is not None:
         along()
-    db.session.commit()
-    for schedule in schedules:
-        withdraw(schedule)
+    transaction.commit()
+
+    def withdraw_all() -> None:
+        for schedule in schedules:
+            withdraw(schedule)
+
+    transaction.after_commit(withdraw_all)
     return found
 
 

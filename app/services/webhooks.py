@@ -10,6 +10,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import delete, func, select
 
+from app.infra import transaction
 from app.infra.extensions import db
 from app.notify import guard, outbox, redelivery, signing
 from app.notify.models import Delivery, DeliveryAttempt, Webhook
@@ -49,8 +50,8 @@ def create(owner_id: int, data: dict[str, Any], now: datetime) -> Webhook:
     webhook = Webhook(owner_id=owner_id, url=data["url"], event_types=sorted(set(data["event_types"])),
                       secret=secret, created_at=now)
     db.session.add(webhook)
-    db.session.commit()
-    outbox.forget(owner_id)
+    transaction.commit()
+    transaction.after_commit(lambda: outbox.forget(owner_id))
     return webhook
 
 
@@ -73,8 +74,8 @@ def update(webhook: Webhook, data: dict[str, Any]) -> Webhook:
         webhook.url = data["url"]
     if "event_types" in data:
         webhook.event_types = sorted(set(data["event_types"]))
-    db.session.commit()
-    outbox.forget(webhook.owner_id)
+    transaction.commit()
+    transaction.after_commit(lambda: outbox.forget(webhook.owner_id))
     return webhook
 
 
@@ -84,8 +85,8 @@ def remove(webhook: Webhook) -> None:
     db.session.execute(delete(Delivery).where(Delivery.webhook_id == webhook.id))
     db.session.execute(delete(DeliveryAttempt).where(DeliveryAttempt.webhook_id == webhook.id))
     db.session.delete(webhook)
-    db.session.commit()
-    outbox.forget(owner_id)
+    transaction.commit()
+    transaction.after_commit(lambda: outbox.forget(owner_id))
 
 
 def pending_count(webhook: Webhook) -> int:

@@ -13,6 +13,7 @@ from sqlalchemy import update as update_
 
 from app.chain import planning
 from app.chain.handoff import hand_off_plans
+from app.infra import transaction
 from app.infra.extensions import db
 from app.models import Schedule, ScheduleStatus, Workflow
 from app.services import schedules
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 def create(owner_id: int, data: dict[str, Any], now: datetime) -> Workflow:
     workflow = Workflow(owner_id=owner_id, created_at=now, **data)
     db.session.add(workflow)
-    db.session.commit()
+    transaction.commit()
     return workflow
 
 
@@ -36,9 +37,9 @@ def update(workflow: Workflow, data: dict[str, Any]) -> Workflow:
     if moved:
         db.session.execute(update_(Schedule).where(Schedule.workflow_id == workflow.id)
                            .values(queue=workflow.queue))
-    db.session.commit()
+    transaction.commit()
     if moved:
-        move_links(workflow.id)
+        transaction.after_commit(lambda: move_links(workflow.id))
     return workflow
 
 
@@ -81,4 +82,4 @@ def delete(workflow: Workflow, now: datetime) -> None:
     schedule_ids = list(db.session.scalars(select(Schedule.id).where(Schedule.workflow_id == workflow.id)))
     schedules.remove(schedule_ids, now)
     db.session.delete(db.session.get(Workflow, workflow.id))
-    db.session.commit()
+    transaction.commit()
