@@ -1,10 +1,12 @@
 """`recur apply FILE`: make the owner's workflows, webhooks and keyed schedules match a YAML file, idempotently.
 
-Creates what is new, PATCHes only the fields that differ (a timing change re-plans, as any PATCH does),
-leaves everything else alone, and with --prune deletes the owner's keyed schedules the file no longer lists,
-the webhooks a file with a `webhooks` entry no longer lists, and puts a listed workflow's policies the file
-leaves out back to their defaults. Schedules without a key and workflows the file does not list are never
-touched. --dry-run prints the plan and changes nothing. A created webhook's secret is printed that once.
+Creates what is new, changes only the fields that differ (a timing change re-plans, as any PATCH does), leaves
+everything else alone, and with --prune deletes the owner's keyed schedules the file no longer lists, the
+webhooks a file with a `webhooks` entry no longer lists, and puts a listed workflow's policies the file leaves
+out back to their defaults. Schedules without a key and workflows the file does not list are never touched.
+The changes go to the server as one apply (POST /apply/): all of them, or, when one is refused, none.
+--dry-run sends them as a dry run: every check a real apply meets, nothing changed. A created webhook's
+secret is printed that once.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, cast
 
 import click
 
-from recur_cli import apply_calendars, output
+from recur_cli import output
 from recur_cli.applyfile import ApplyFile, load
 from recur_cli.client import ApiError, Client
 from recur_cli.context import current, json_option
@@ -42,15 +44,17 @@ def apply(path: str, prune: bool, dry_run: bool) -> None:
 
 
 def apply_file(wanted: ApplyFile, prune: bool = False, dry_run: bool = False, err: bool = False) -> None:
-    """Plan, carry out (unless dry_run) and report; `err`: the report goes to stderr."""
+    """Plan, send the plan to the server as one apply (POST /apply/: whole or nothing; a dry run there too, so
+    that it meets every check a real one would) and report; `err`: the report goes to stderr."""
     client = current().client
     plan = plan_for(client, wanted, prune)
-    if not dry_run:
+    if plan.changes_anything:
         try:
-            execute(client, plan)
-        except ApiError:
-            _secrets_made(plan)  # what was done stays done: its secrets must not be lost with the error
-            raise
+            made = client.apply(changes_of(plan), dry_run=dry_run)
+        except ApiError as exc:
+            raise type(exc)(exc.status, _naming_the_step(plan, exc), exc.errors, exc.body, exc.code) from None
+        if not dry_run:
+            _note_made(plan, made)
     report(plan, dry_run, err)
 
 
@@ -77,66 +81,59 @@ def plan_for(client: Client, wanted: ApplyFile, prune: bool) -> Plan:
         raise click.UsageError(str(exc)) from None
 
 
-def execute(client: Client, plan: Plan) -> None:
-    """Carry the plan out in its order (workflows first). It stops at the first refusal; what was done
-    stays done, and applying again after a fix carries on from there."""
-    workflow_ids: dict[str, int] = {}
+KINDS = {"workflow": "workflows", "webhook": "webhooks", "calendar": "calendars", "schedule": "schedules"}
+
+
+def changes_of(plan: Plan) -> dict[str, Any]:
+    """The plan as POST /apply/ takes it: per kind, what to create, update (by id) and delete. The server
+    carries them out in its order (workflows, webhooks, calendars, schedules, calendars deleted), each
+    kind's creates, updates and deletes in the plan's order; a schedule names its workflow and calendar by
+    name."""
+    changes: dict[str, dict[str, list[Any]]] = {}
     for step in plan.steps:
-        if step.kind == "workflow":
-            if step.action == CREATE:
-                step.target = client.workflows.create(**step.body)["id"]
-            elif step.action == UPDATE:
-                client.workflows.update(step.target, **step.body)
-            workflow_ids[step.name] = step.target
-    for step in plan.steps:
-        if step.kind == "webhook" and step.action != UNCHANGED:
-            _carry_out_webhook(client, step)
-    calendar_ids: dict[str, int] = {}
-    for step in plan.steps:
-        if step.kind == "calendar" and step.action != DELETE:
-            apply_calendars.carry_out(client, step, calendar_ids)
-    for step in plan.steps:
-        if step.kind != "schedule" or step.action == UNCHANGED:
+        if step.action == UNCHANGED:
             continue
-        body = apply_calendars.with_calendar_id(dict(step.body), calendar_ids, client)
-        if step.workflow is not None:
-            body["workflow_id"] = workflow_ids.get(step.workflow) or _workflow_id(client, step.workflow)
-        try:
-            if step.action == CREATE:
-                step.target = client.schedules.create(**body)["id"]
-            elif step.action == UPDATE:
-                client.schedules.update(step.target, **body)
-            elif step.action == DELETE:
-                client.schedules.delete(step.target)
-        except ApiError as exc:
-            raise type(exc)(exc.status, f"schedule {step.name}: {exc.message}", exc.errors, exc.body) from None
-    for step in plan.steps:  # last: the schedules that used a pruned calendar were pruned or moved above
-        if step.kind == "calendar" and step.action == DELETE:
-            apply_calendars.carry_out(client, step, calendar_ids)
-
-
-def _carry_out_webhook(client: Client, step: Step) -> None:
-    try:
+        body = dict(step.body)
+        if step.kind == "schedule" and step.workflow is not None:
+            body["workflow"] = step.workflow
+        listed = changes.setdefault(KINDS[step.kind], {}).setdefault(step.action, [])
         if step.action == CREATE:
-            made = client.webhooks.create(step.body["url"], step.body["event_types"])
-            step.target, step.secret = made["id"], made["secret"]
+            listed.append(body)
         elif step.action == UPDATE:
-            client.webhooks.update(step.target, event_types=step.body["event_types"])
+            listed.append({"id": step.target, "fields": body})
         elif step.action == DELETE:
-            client.webhooks.delete(step.target)
-    except ApiError as exc:
-        raise type(exc)(exc.status, f"webhook {step.name}: {exc.message}", exc.errors, exc.body) from None
+            listed.append(step.target)
+    return changes
 
 
-def _secrets_made(plan: Plan) -> None:
+def _naming_the_step(plan: Plan, exc: ApiError) -> str:
+    """The server's message, starting with the step refused as the file names it (`webhook URL`, `schedule
+    KEY`): the server names a change by its place in the apply (webhooks.create.1)."""
+    places: dict[str, Step] = {}
+    counters: dict[tuple[str, str], int] = {}
     for step in plan.steps:
-        if step.secret is not None:
-            click.echo(f"created webhook {step.target} for {step.name}; {_SECRET_NOTE}: {step.secret}", err=True)
+        if step.action != UNCHANGED:
+            index = counters.get((step.kind, step.action), 0)
+            counters[(step.kind, step.action)] = index + 1
+            places[f"{KINDS[step.kind]}.{step.action}.{index}"] = step
+    for name in exc.errors:
+        place = ".".join(name.split(".")[:3])
+        if place in places:
+            step, message = places[place], exc.message
+            if message.startswith(f"{place} (") and "): " in message:  # the server's own naming of the place
+                message = message.split("): ", 1)[1]
+            return f"{step.kind} {step.name}: {message}"
+    return exc.message
 
 
-def _workflow_id(client: Client, name: str) -> int:
-    me = client.me()
-    return int(next(w["id"] for w in client.workflows.iterate(owner_id=me["id"]) if w["name"] == name))
+def _note_made(plan: Plan, made: dict[str, Any]) -> None:
+    """Each created step's id (and a webhook's secret), from the answer's lists, which keep the plan's order."""
+    for kind, plural in KINDS.items():
+        created = [s for s in plan.steps if s.kind == kind and s.action == CREATE]
+        for step, answer in zip(created, made.get(plural) or [], strict=False):
+            step.target = answer["id"]
+            if kind == "webhook":
+                step.secret = answer.get("secret")
 
 
 _SECRET_NOTE = "secret (shown once; verify signatures with it)"

@@ -12,7 +12,6 @@ from typing import Any
 
 from recur_cli.filetypes import FileError, jsonable
 from recur_cli.steps import CREATE, DELETE, UNCHANGED, UPDATE, Step
-from recur_client import ApiError, Client
 
 CALENDAR_FIELDS = ("country", "subdivision", "first_year", "last_year", "dates", "removed")
 
@@ -80,36 +79,3 @@ def calendar_change(value: Any, current: dict[str, Any], names: dict[int, str]) 
     """(now, after) of a schedule's `calendar: NAME` (null: none) against its calendar_id, or None if equal."""
     now = names.get(current.get("calendar_id") or 0) if current.get("calendar_id") else None
     return None if now == value else (now, value)
-
-
-def with_calendar_id(body: dict[str, Any], ids: dict[str, int], client: Client) -> dict[str, Any]:
-    """A schedule's body with `calendar: NAME` as the API's calendar_id."""
-    if "calendar" not in body:
-        return body
-    out = {k: v for k, v in body.items() if k != "calendar"}
-    name = body["calendar"]
-    if name is None:
-        out["calendar_id"] = None
-    else:
-        if name not in ids:
-            found = list(client.calendars.iterate(name=name, owner_id=client.me()["id"]))
-            if len(found) != 1:
-                raise FileError(f"no calendar named {name!r} in the file or on the server")
-            ids[name] = found[0]["id"]
-        out["calendar_id"] = ids[name]
-    return out
-
-
-def carry_out(client: Client, step: Step, ids: dict[str, int]) -> None:
-    """One calendar step; its id is remembered by name for the schedules that name it."""
-    try:
-        if step.action == CREATE:
-            step.target = client.calendars.create(**step.body)["id"]
-        elif step.action == UPDATE:
-            client.calendars.update(step.target, **step.body)
-        elif step.action == DELETE:
-            client.calendars.delete(step.target)
-    except ApiError as exc:
-        raise type(exc)(exc.status, f"calendar {step.name}: {exc.message}", exc.errors, exc.body) from None
-    if step.action != DELETE:
-        ids[step.name] = step.target

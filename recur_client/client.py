@@ -58,6 +58,13 @@ class Client:
         this same shape saying what is down; with `ready` (the readiness form), so does one that is degraded."""
         return cast(Health, self.transport.request("GET", "/health/", query={"ready": True if ready else None}))
 
+    def apply(self, changes: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+        """Many changes whole or none (POST /apply/): `changes` holds `workflows`, `webhooks`, `calendars` and
+        `schedules`, each with `create`, `update` (and, but for workflows, `delete`) lists. Answers what was
+        created, kind by kind, in order (a webhook with its secret, shown this once); a refusal is an ApiError
+        naming the change, and nothing of the apply was kept. `dry_run`: every check, nothing kept."""
+        return cast(dict[str, Any], self.transport.request("POST", "/apply/", {**changes, "dry_run": dry_run}))
+
     def tasks(self) -> list[Task]:
         """The tasks the server's code registered: what a workflow may name."""
         return cast(list[Task], self.transport.request("GET", "/tasks/")["items"])

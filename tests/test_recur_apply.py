@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 import yaml
 
 from harness.receiver import verify
@@ -128,8 +129,48 @@ def test_apply_refuses_a_file_it_cannot_apply(stack, tmp_path):
     bad.write_text("workflows: [{name: w, task: builtin.noop}]\n"
                    "schedules: [{key: a, workflow: w, name: n, cron: '61 * * * *'}]")
     refused = recur(url, token, "apply", str(bad), ok=False)
-    assert refused.code == 1 and refused.err.startswith("error: schedule a: The request body is invalid.")
-    assert "cron:" in refused.err
+    assert refused.code == 1 and refused.err.startswith("error: schedule a: The request body is invalid."), refused
+    assert "schedules.create.0.cron:" in refused.err
+
+
+def _rows(database_url: str) -> dict[str, int]:
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            return {table: connection.execute(sqlalchemy.text(f"SELECT count(*) FROM {table}")).scalar_one()
+                    for table in ("workflows", "scheduled_jobs", "webhooks", "calendars", "schedule_events")}
+    finally:
+        engine.dispose()
+
+
+def test_a_file_whose_last_item_is_refused_changes_nothing(stack, tmp_path):
+    """Whole or nothing, checked in the database: the server refuses the file's last schedule (a cron that never
+    comes, which only the write meets), so neither its workflows, its webhook, its calendar nor the schedules
+    before it are kept; the dry run meets the same refusal. Fixed, the same file applies whole."""
+    url, token = stack.api.base, stack.api.token
+    path = tmp_path / "recur.yaml"
+    document = {
+        "workflows": WORKFLOWS,
+        "webhooks": [{"url": "http://127.0.0.1:9/hook", "event_types": ["run.failed"]}],
+        "calendars": [{"name": "office", "dates": ["2030-12-24"]}],
+        "schedules": [*SCHEDULES[:3], {"key": "zz/never", "workflow": "cleanup", "name": "Never",
+                                       "cron": "0 0 31 2 *", "calendar": "office"}],
+    }
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    before = _rows(stack.database_url)
+    for dry_run in ("--dry-run",), ():
+        refused = recur(url, token, "apply", str(path), *dry_run, ok=False)
+        assert refused.code == 1 and refused.err.startswith("error: schedule zz/never: "), refused
+        assert "Nothing of the apply was kept." in refused.err and "schedules.create.3.cron:" in refused.err
+        assert _rows(stack.database_url) == before
+    document["schedules"][-1]["cron"] = "0 0 28 2 *"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    done = recur(url, token, "apply", str(path)).out
+    assert done.splitlines()[-1] == "4 created, 0 updated, 0 deleted, 0 unchanged", done
+    assert "secret (shown once" in done
+    after = _rows(stack.database_url)
+    assert (after["workflows"], after["scheduled_jobs"], after["webhooks"], after["calendars"]) == (
+        before["workflows"] + 3, before["scheduled_jobs"] + 4, before["webhooks"] + 1, before["calendars"] + 1)
 
 
 @pytest.fixture
@@ -241,5 +282,6 @@ def test_a_webhook_in_a_file_has_a_url_event_types_and_never_a_secret(stack, tmp
                    " {url: 'http://127.0.0.1:9/y', event_types: [run.exploded]}]")
     refused = recur(url, token, "apply", str(bad), ok=False)  # the API's own check, naming the webhook
     assert refused.code == 1 and "error: webhook http://127.0.0.1:9/y: The request body is invalid." in refused.err
-    # what was done stays done, and the secret of the webhook made before the refusal is not lost
-    assert refused.err.startswith("created webhook ") and " whsec_" in refused.err.splitlines()[0]
+    # whole or nothing: the webhook before the refused one was not made either, so it has no secret to show
+    assert refused.err.startswith("error: ") and "whsec_" not in refused.err
+    assert [w for w in stack.api.ok("GET", "/api/v1/webhooks/")["items"] if w["url"].endswith(":9/x")] == []

@@ -70,9 +70,11 @@ def test_every_api_operation_has_a_command_in_the_table(app):
 
 
 # API fields a command takes under another name: an id by the object's id or name, a list one per option,
-# an object as options of its parts (--follow, --follow-on ... for after), a Python keyword as another.
+# an object as options of its parts (--follow, --follow-on ... for after), a Python keyword as another, what
+# an apply changes as the file `recur apply` reads.
 CARRIED_BY = {"workflow_id": "workflow", "calendar_id": "calendar", "event_types": "events", "quotas": "schedules",
-              "after": "follow", "from": "start", "to": "end"}
+              "after": "follow", "from": "start", "to": "end", "workflows": "path", "webhooks": "path",
+              "calendars": "path", "schedules": "path"}
 
 
 def test_every_field_of_an_operation_is_an_option_of_its_command(app):

@@ -91,3 +91,20 @@ def test_crontab_lines_become_schedules(stack, tmp_path):
                                                             document["schedules"][0]["key"])
     bad_map = recur(url, token, "import", "crontab", str(crontab), "--map", "backup.sh=no.such.task", ok=False)
     assert bad_map.code == 2 and "--map names tasks the server does not have: ['no.such.task']" in bad_map.err
+
+
+def test_an_import_whose_last_line_is_refused_creates_nothing(stack, tmp_path):
+    """Whole or nothing for the importers too: the server refuses the last crontab line (a day that never
+    comes, which only the write meets), and neither the workflow nor the schedules of the lines before it
+    are kept."""
+    crontab = tmp_path / "crontab"
+    crontab.write_text("*/5 * * * * /usr/local/bin/backup.sh --a\n"
+                       "0 3 * * * /usr/local/bin/backup.sh --b\n"
+                       "0 0 31 2 * /usr/local/bin/backup.sh --never\n")
+    url, token = stack.api.base, stack.api.token
+    refused = recur(url, token, "import", "crontab", str(crontab), "--map", "backup.sh=builtin.noop", "--apply",
+                    ok=False)
+    assert refused.code == 1 and "Nothing of the apply was kept." in refused.err, refused
+    assert "schedule crontab/backup.sh-" in refused.err and ".cron:" in refused.err
+    assert stack.api.ok("GET", "/api/v1/schedules/")["items"] == []
+    assert stack.api.ok("GET", "/api/v1/workflows/")["items"] == []
