@@ -188,11 +188,13 @@ def show_schedule(schedule: Mapping[str, Any]) -> None:
     if current().json:
         output.emit_json(schedule)
         return
-    output.fields({k: v for k, v in schedule.items() if k != "next_runs"})
+    output.fields({k: v for k, v in schedule.items() if k not in ("next_runs", "warnings")})
     if schedule.get("next_runs"):
         click.echo("next runs:")
         for instant in schedule["next_runs"]:
             click.echo(f"  {instant}")
+    for warning in schedule.get("warnings") or []:  # not an error: the workers may be deployed after
+        click.echo(f"warning: {warning}", err=True)
 
 
 @click.group("schedules")

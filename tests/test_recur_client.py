@@ -103,6 +103,8 @@ def test_every_operation_of_the_api_through_the_client(stack: Stack, receiver: R
     assert me["is_admin"] and me["quotas"]["schedules"]["limit"] > 0
     assert recur.health()["database"] == "ok"
     assert "builtin.noop" in {task["name"] for task in recur.tasks()}
+    applied = recur.apply({"workflows": {"create": [{"name": "applied", "task": "builtin.noop"}]}}, dry_run=True)
+    assert applied["dry_run"] and [(m["name"], m["id"]) for m in applied["workflows"]] == [("applied", None)]
 
     # workflows and their breakers
     flow = recur.workflows.create("reports", "builtin.noop", max_concurrent_runs=2, breaker_threshold=3)

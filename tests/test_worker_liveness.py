@@ -5,6 +5,7 @@ with real processes: tests/test_worker_liveness_e2e.py."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
@@ -89,3 +90,29 @@ def test_health_is_degraded_while_a_queue_with_active_schedules_has_no_live_work
     assert anyone.get("/api/v1/health/?ready=1").status_code == 503
     [process] = client.get("/api/v1/health/").json["worker_processes"]  # the admin's
     assert (process["name"], process["host"], process["alive"]) == ("recur-a-1", "a", False)
+
+
+def test_a_schedule_whose_task_no_live_worker_knows_is_answered_with_a_warning(app, client) -> None:
+    """Workers list their tasks in their beats: a schedule on a task none of its queue's live workers lists is
+    made (the workers may be deployed after it), with a warning in the answer; a worker that knows it, or a
+    beat of an older worker that lists no tasks, clears it."""
+    redis = get_redis(app)
+    now = clock.utcnow().timestamp()
+    worker_beats.beat(redis, "recur-a-1", "a", 1, ["recur"], now, ["builtin.noop"])
+    flow = client.post("/api/v1/workflows/", json={"name": "s", "task": "builtin.sleep"}).json
+    made = client.post("/api/v1/schedules/", json={"name": "s", "workflow_id": flow["id"], "every": "1h"})
+    assert made.status_code == 201, made.json
+    assert made.json["warnings"] == [
+        "no live worker of queue 'recur' knows task 'builtin.sleep' (1 live without it): deploy its module "
+        "(RECUR_TASK_MODULES) to those workers before its first run, or the runs fail with unknown task"]
+    worker_beats.beat(redis, "recur-b-2", "b", 2, ["recur"], now, ["builtin.noop", "builtin.sleep"])
+    assert client.get(f"/api/v1/schedules/{made.json['id']}/").json["warnings"] == []
+    worker_beats.leave(redis, "recur-b-2")
+    worker_beats.beat(redis, "recur-c-3", "c", 3, ["recur"], now)  # no list: taken to know it
+    redis.hset(worker_beats.BEATS_KEY, "recur-c-3", json.dumps({"host": "c", "pid": 3, "queues": ["recur"],
+                                                                 "seen": now}))
+    assert client.get(f"/api/v1/schedules/{made.json['id']}/").json["warnings"] == []
+    for name in ("recur-a-1", "recur-c-3"):
+        worker_beats.leave(redis, name)
+    assert client.get(f"/api/v1/schedules/{made.json['id']}/").json["warnings"] == [
+        "no live worker listens on queue 'recur': this schedule's runs wait until one starts"]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from redis import Redis
 
 from harness.receiver import Receiver
 from harness.servers import wait_for
@@ -72,7 +73,11 @@ def test_all_workers_killed_is_degraded_within_the_grace_and_a_worker_back_clear
     stack.wait_workers_ready()
     api.ok("POST", "/api/v1/webhooks/", {"url": receiver.url, "event_types": ["workers.gone", "workers.back"]})
     flow = api.ok("POST", "/api/v1/workflows/", {"name": "hourly", "task": "builtin.noop"})
-    api.ok("POST", "/api/v1/schedules/", {"name": "hourly", "workflow_id": flow["id"], "interval_seconds": 3600})
+    made = api.ok("POST", "/api/v1/schedules/", {"name": "hourly", "workflow_id": flow["id"],
+                                                  "interval_seconds": 3600})
+    assert made["warnings"] == [], made  # its queue's workers are alive and know builtin.noop
+    beats = Redis.from_url(stack.env["REDIS_URL"]).hgetall("recur:worker-beats")
+    assert [("builtin.noop" in json.loads(raw)["tasks"]) for raw in beats.values()] == [True, True], beats
 
     # Two worker.py of two slots each: two live workers, not four RQ registrations.
     wait_for(lambda: _health(stack)[1]["workers"] == {"recur": 2}, 20, what="both workers' beats")
@@ -93,6 +98,9 @@ def test_all_workers_killed_is_degraded_within_the_grace_and_a_worker_back_clear
     status, body = _health(stack, ready=True)
     assert (status, body["status"]) == (503, "degraded"), body
 
+    edited = api.ok("PATCH", f"/api/v1/schedules/{made['id']}/", {"description": "no worker now"})
+    assert edited["warnings"] == ["no live worker listens on queue 'recur': this schedule's runs wait until one "
+                                  "starts"], edited
     status, detail = api.call("GET", "/api/v1/health/")  # an admin's: every worker process on record
     assert [p["alive"] for p in detail["worker_processes"]] == [False, False], detail
     assert detail["worker_processes"][0]["last_seen_at"].endswith("Z")

@@ -28,7 +28,7 @@ from app.schemas.schedules import (
     ScheduleListIn,
     SchedulePage,
 )
-from app.services import history, schedules
+from app.services import history, known_tasks, schedules
 from app.services.queries import (
     Page,
     ScheduleFilter,
@@ -67,10 +67,11 @@ def detail(schedule: Schedule, with_history: bool = False) -> Joined:
     read, what its run history adds up to (ScheduleDescribeOut)."""
     description = timing_text(schedule)
     upcoming = [iso(t) for t in next_times(schedule, clock.utcnow())]
+    warnings = known_tasks.warnings_for(schedule, clock.utcnow())
     if with_history:
         return Joined(schedule, timing_description=description, next_runs=upcoming, stats=history.stats(schedule),
-                      recent_runs=history.recent(schedule))
-    return Joined(schedule, timing_description=description, next_runs=upcoming)
+                      recent_runs=history.recent(schedule), warnings=warnings)
+    return Joined(schedule, timing_description=description, next_runs=upcoming, warnings=warnings)
 
 
 @api.route("/schedules/", endpoint="schedules")

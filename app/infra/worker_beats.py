@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from redis import Redis
 
-BEATS_KEY = "recur:worker-beats"  # hash: worker name -> {"host", "pid", "queues", "seen"}
+BEATS_KEY = "recur:worker-beats"  # hash: worker name -> {"host", "pid", "queues", "tasks", "seen"}
 UNSERVED_KEY = "recur:queues-unserved"  # hash: queue -> {"since", "owners"}
 BEAT_EVERY_SECONDS = 1.0
 # A gone worker's beat is dropped this long after it (the console lists it as gone until then); by then RQ's own
@@ -27,20 +27,24 @@ FORGET_SECONDS = 600.0
 @dataclass(frozen=True)
 class Beat:
     """A worker process's last beat: its name (`--name`, or recur-{host}-{pid}), host, pid, the queues its slots
-    listen on, and when (epoch seconds on the cluster clock)."""
+    listen on, when (epoch seconds on the cluster clock), and the tasks it can run (None: a beat of a version
+    that did not say)."""
 
     name: str
     host: str
     pid: int
     queues: tuple[str, ...]
     seen: float
+    tasks: frozenset[str] | None = None
 
     def alive(self, now: float, grace: float) -> bool:
         return now - self.seen <= grace
 
 
-def beat(redis: Redis, name: str, host: str, pid: int, queues: Iterable[str], now: float) -> None:
-    redis.hset(BEATS_KEY, name, json.dumps({"host": host, "pid": pid, "queues": list(queues), "seen": now}))
+def beat(redis: Redis, name: str, host: str, pid: int, queues: Iterable[str], now: float,
+         tasks: Iterable[str] = ()) -> None:
+    redis.hset(BEATS_KEY, name, json.dumps({"host": host, "pid": pid, "queues": list(queues), "seen": now,
+                                            "tasks": sorted(tasks)}))
 
 
 def leave(redis: Redis, name: str) -> None:
@@ -53,8 +57,9 @@ def read(redis: Redis) -> list[Beat]:
     for name, raw in sorted(redis.hgetall(BEATS_KEY).items()):
         try:
             value = json.loads(raw)
+            tasks = value.get("tasks")
             beats.append(Beat(_text(name), str(value["host"]), int(value["pid"]), tuple(value["queues"]),
-                              float(value["seen"])))
+                              float(value["seen"]), None if tasks is None else frozenset(map(str, tasks))))
         except (ValueError, KeyError, TypeError):
             redis.hdel(BEATS_KEY, name)  # not a beat this code wrote
     return beats
@@ -72,6 +77,13 @@ def live_per_queue(beats: Iterable[Beat], queues: Iterable[str], now: float, gra
     """Each queue's live worker processes (a worker.py counts once, whatever its slots)."""
     live = [b for b in beats if b.alive(now, grace)]
     return {queue: sum(1 for b in live if queue in b.queues) for queue in queues}
+
+
+def knowing(beats: Iterable[Beat], queue: str, task: str, now: float, grace: float) -> tuple[int, int]:
+    """(live workers of `queue`, those of them that can run `task`); a beat that does not list its tasks is
+    taken to know it."""
+    live = [b for b in beats if b.alive(now, grace) and queue in b.queues]
+    return len(live), sum(1 for b in live if b.tasks is None or task in b.tasks)
 
 
 def last_seen(beats: Iterable[Beat], queue: str) -> float | None:

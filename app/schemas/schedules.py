@@ -270,6 +270,9 @@ class ScheduleDetailOut(ScheduleOut):
 
     timing_description = out(fields.String())
     next_runs = out(fields.List(fields.String()))
+    warnings = out(fields.List(fields.String(), metadata={
+        "description": "what would keep it from running as planned and is not an error: no live worker on its "
+                       "queue, or none of them knows its task (workers may be deployed after the schedule)"}))
 
 
 class ScheduleDescribeOut(ScheduleDetailOut):

@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 from app.infra import clock, worker_beats
 from app.infra.extensions import connect_redis
 from app.infra.threads import start_daemon
+from app.tasks import task_names
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ class Identity:
 
 def send(redis: Redis, identity: Identity) -> None:
     worker_beats.beat(redis, identity.name, socket.gethostname(), identity.pid, identity.queues,
-                      clock.utcnow().timestamp())
+                      clock.utcnow().timestamp(), task_names())
 
 
 def leave(redis: Redis, identity: Identity) -> None:

@@ -80,6 +80,7 @@ class ScheduleDetail(Schedule):
 
     timing_description: str
     next_runs: list[str]
+    warnings: list[str]  # no live worker on its queue, or none that knows its task: not an error
 
 
 class RunBrief(TypedDict):

@@ -1,0 +1,36 @@
+"""Whether a live worker can run a schedule's task. Each worker lists the tasks it can run in its beat
+(app.infra.worker_beats); a schedule whose task no live worker of its queue knows is answered with a warning,
+not refused: the workers may be deployed after the schedule (a new module synced before the workers restart)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from flask import current_app
+from redis.exceptions import RedisError
+
+from app.infra import worker_beats
+from app.infra.extensions import db, get_redis
+from app.models import Schedule, Workflow
+
+
+def warnings_for(schedule: Schedule, now: datetime) -> list[str]:
+    """What to tell whoever made or changed `schedule` about the workers that would run it (none: all is well,
+    or Redis could not be asked)."""
+    workflow = db.session.get(Workflow, schedule.workflow_id)
+    if workflow is None:
+        return []
+    queue = schedule.queue or current_app.config["RECUR_QUEUE"]
+    try:
+        beats = worker_beats.read(get_redis())
+    except RedisError:
+        return []
+    live, knowing = worker_beats.knowing(beats, queue, workflow.task, now.timestamp(),
+                                         float(current_app.config["RECUR_WORKER_GRACE_SECONDS"]))
+    if knowing:
+        return []
+    if not live:
+        return [f"no live worker listens on queue {queue!r}: this schedule's runs wait until one starts"]
+    return [f"no live worker of queue {queue!r} knows task {workflow.task!r} ({live} live without it): deploy "
+            "its module (RECUR_TASK_MODULES) to those workers before its first run, or the runs fail with "
+            "unknown task"]
