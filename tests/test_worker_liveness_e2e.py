@@ -101,6 +101,7 @@ def test_all_workers_killed_is_degraded_within_the_grace_and_a_worker_back_clear
     edited = api.ok("PATCH", f"/api/v1/schedules/{made['id']}/", {"description": "no worker now"})
     assert edited["warnings"] == ["no live worker listens on queue 'recur': this schedule's runs wait until one "
                                   "starts"], edited
+    assert "Warning: no live worker listens on queue" in console.get(f"/schedules/{made['id']}")
     status, detail = api.call("GET", "/api/v1/health/")  # an admin's: every worker process on record
     assert [p["alive"] for p in detail["worker_processes"]] == [False, False], detail
     assert detail["worker_processes"][0]["last_seen_at"].endswith("Z")

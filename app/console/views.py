@@ -20,7 +20,7 @@ from app.infra.extensions import db
 from app.models import Schedule, ScheduleStatus, Workflow
 from app.policies.condition import FAILED_OUTCOMES, Condition, condition
 from app.schemas.workflows import WorkflowIn
-from app.services import follow, history, queries, quotas, schedules, workflows
+from app.services import follow, history, known_tasks, queries, quotas, schedules, workflows
 from app.services.outside_runs import requests
 from app.services.overdue import overdue_seconds
 from app.tasks import task_names
@@ -170,6 +170,7 @@ def schedule_page(schedule_id: str) -> Page:
                            older=found.next, newest=after is not None,
                            chart=chart.timeline(points, zone=times.view_zone(schedule.timezone)), workflow=workflow,
                            stats=history.stats(schedule), follows=follow.neighbours(schedule),
+                           warnings=known_tasks.warnings_for(schedule, now),
                            explained=explaining.explained(schedule, times.view_zone(schedule.timezone)))
 
 

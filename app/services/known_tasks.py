@@ -8,6 +8,7 @@ from datetime import datetime
 
 from flask import current_app
 from redis.exceptions import RedisError
+from sqlalchemy import select
 
 from app.infra import worker_beats
 from app.infra.extensions import db, get_redis
@@ -17,20 +18,31 @@ from app.models import Schedule, Workflow
 def warnings_for(schedule: Schedule, now: datetime) -> list[str]:
     """What to tell whoever made or changed `schedule` about the workers that would run it (none: all is well,
     or Redis could not be asked)."""
-    workflow = db.session.get(Workflow, schedule.workflow_id)
-    if workflow is None:
+    task = _task_of(schedule.workflow_id)
+    if task is None:
         return []
     queue = schedule.queue or current_app.config["RECUR_QUEUE"]
     try:
         beats = worker_beats.read(get_redis())
     except RedisError:
         return []
-    live, knowing = worker_beats.knowing(beats, queue, workflow.task, now.timestamp(),
+    live, knowing = worker_beats.knowing(beats, queue, task, now.timestamp(),
                                          float(current_app.config["RECUR_WORKER_GRACE_SECONDS"]))
     if knowing:
         return []
     if not live:
         return [f"no live worker listens on queue {queue!r}: this schedule's runs wait until one starts"]
-    return [f"no live worker of queue {queue!r} knows task {workflow.task!r} ({live} live without it): deploy "
+    return [f"no live worker of queue {queue!r} knows task {task!r} ({live} live without it): deploy "
             "its module (RECUR_TASK_MODULES) to those workers before its first run, or the runs fail with "
             "unknown task"]
+
+
+def _task_of(workflow_id: int) -> str | None:
+    """The workflow's task: read in the session's transaction when one is open, else in a read of its own,
+    ended at once (an answer written after its commit leaves no transaction open: on SQLite each one holds
+    the write lock)."""
+    statement = select(Workflow.task).where(Workflow.id == workflow_id)
+    if db.session().in_transaction():
+        return db.session.scalar(statement)
+    with db.engine.connect() as connection:
+        return connection.scalar(statement)
