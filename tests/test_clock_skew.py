@@ -154,9 +154,10 @@ def test_two_workers_four_seconds_apart_lose_no_tick_start_nothing_early_drop_no
     schedules = []
     # No reconcile pass while the schedules are created: a pass between a creation's commit and its
     # hand-off would re-create that link (harmless, but counted; the API's commit-then-enqueue race is
-    # not what this test is about). The lock is what a pass of another process would hold.
-    redis.set(RECONCILE_LOCK, "test: creating schedules", px=60_000)
+    # not what this test is about). The lock is what a pass of another process would hold; it is set again
+    # before each creation, so that fifty creations on a loaded machine cannot outlast it.
     for i in range(SCHEDULES):
+        redis.set(RECONCILE_LOCK, "test: creating schedules", px=60_000)
         before = cluster_now(redis)
         schedule = api.ok("POST", "/api/v1/schedules/", {
             "name": f"s{i}", "workflow_id": workflow["id"], "interval_seconds": 1 + i % 5,
