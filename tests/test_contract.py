@@ -203,8 +203,9 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str,
     # operations that take a URL (test_egress and test_notify_units check the refusals).
     # An apply's changes carry every rule above at once (calendars' days, webhook destinations) and more
     # (a schedule names its workflow and calendar by a name that must exist): random bodies valid by the
-    # document are nearly all refused, which would read as the document disagreeing with the view. Its
-    # answers are still checked in the examples phase; test_apply_whole and test_recur_apply check the rules.
+    # document are nearly all refused, which would read as the document disagreeing with the view, and so are
+    # its examples (put together from each kind's). It is left out of the run: test_apply_whole,
+    # test_recur_apply and test_recur_client check its rules and its answers.
     # Health's readiness form (`ready`) answers its documented 503 while a queue with active schedules has no
     # live worker, as here once the worker is stopped: a 503 that is the answer, not a server error. Its status
     # and body are still checked against the document (test_worker_liveness checks when it is a 503).
@@ -219,7 +220,8 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str,
                       '[[operations]]\ninclude-operation-id = "patch_webhook"\n'
                       "phases = { examples = { enabled = false }, coverage = { enabled = false } }\n"
                       '[[operations]]\ninclude-operation-id = "post_apply"\n'
-                      "phases = { fuzzing = { enabled = false }, coverage = { enabled = false } }\n"
+                      "phases = { examples = { enabled = false }, fuzzing = { enabled = false }, "
+                      "coverage = { enabled = false } }\n"
                       '[[operations]]\ninclude-operation-id = "get_health"\n'
                       'checks = { not_a_server_error = { expected-statuses = ["2xx", "3xx", "4xx", "503"] } }\n'
                       + config_extra)
