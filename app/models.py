@@ -208,6 +208,9 @@ class Schedule(db.Model):  # type: ignore[name-defined,misc]
     # Why and when the schedule was paused (by a caller, or by on_exhausted=pause); cleared on resume.
     pause_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Why its due tick waits instead of running (app.chain.claim.Wait), set each time it is put off; cleared
+    # when a tick is claimed.
+    waiting_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Days this schedule's runs are kept (app.policies.retention); NULL: RECUR_KEEP_RUNS_DAYS.
     keep_runs_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
 

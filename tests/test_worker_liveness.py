@@ -104,7 +104,7 @@ def test_a_schedule_whose_task_no_live_worker_knows_is_answered_with_a_warning(a
     assert made.status_code == 201, made.json
     assert made.json["warnings"] == [
         "no live worker of queue 'recur' knows task 'builtin.sleep' (1 live without it): deploy its module "
-        "(RECUR_TASK_MODULES) to those workers before its first run, or the runs fail with unknown task"]
+        "(RECUR_TASK_MODULES) to them: its runs wait until a worker that knows it takes them"]
     worker_beats.beat(redis, "recur-b-2", "b", 2, ["recur"], now, ["builtin.noop", "builtin.sleep"])
     assert client.get(f"/api/v1/schedules/{made.json['id']}/").json["warnings"] == []
     worker_beats.leave(redis, "recur-b-2")

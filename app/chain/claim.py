@@ -20,10 +20,15 @@ from app.infra.extensions import db
 from app.models import ConcurrencyPolicy, RunStatus, RunTrigger, Schedule
 from app.policies import CatchUp, Gap, OverlapPolicy
 from app.policies.catch_up import needs_decision
+from app.tasks import get_task
 
 # A link later than this may find later ticks of its schedule come due (no two ticks are closer than a
 # second): only then does catch-up decide, so an on-time link pays nothing for it.
 LATE_CHECK_SECONDS = 0.25
+
+# A tick whose task the worker that took it does not know is put off this long, each time until a worker that
+# knows it takes it (a deploy of its module may take minutes; each look is one UPDATE).
+TASK_WAIT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -53,9 +58,11 @@ class Passed:
 
 @dataclass(frozen=True)
 class Wait:
-    """The tick may not start yet (its workflow is full, or a run it buffers behind is going)."""
+    """The tick may not start yet (its workflow is full, a run it buffers behind is going, or this worker does
+    not know its task): nothing written; it looks again `seconds` later, under the next repeat number."""
 
     why: str
+    seconds: float = concurrency.DEFER_SECONDS
 
 
 def claim_tick(
@@ -87,6 +94,9 @@ def claim_tick(
             return None
         (name, payload, timeout_seconds, task, overlap, run_through, backlog, workflow_id, limit, policy,
          breaker_threshold) = claimed
+        if get_task(task) is None:  # not this worker's to run: it waits for one that knows the task, no retry spent
+            tx.rollback()
+            return Wait(f"waiting for a worker that knows task {task!r}", TASK_WAIT_SECONDS)
         catch_up: CatchUp | None = None
         row: Schedule | None = None
         if read is not None:  # late: later ticks may have come due; the row is ours until the commit

@@ -26,7 +26,8 @@ DEFER_SECONDS = 0.25
 _DEFER = rawsql.Statement(
     update(_SCHEDULES)
     .where(rows.fence())
-    .values(current_repeat=bindparam("p_repeat") + 1, updated_at=bindparam("p_now", type_=UTCDateTime()))
+    .values(current_repeat=bindparam("p_repeat") + 1, updated_at=bindparam("p_now", type_=UTCDateTime()),
+            waiting_note=bindparam("p_why"))
     .returning(_SCHEDULES.c.timeout_seconds, _SCHEDULES.c.queue)
 )
 
@@ -42,11 +43,11 @@ class Deferred:
 
 
 def defer_tick(schedule_id: str, revision: int, repeat: int, retry: int, now: datetime, why: str) -> Deferred | None:
-    """Fenced: the link's tick moves to a new repeat number (a new link ID) with the same nominal time.
-    None when the schedule no longer expects this link."""
+    """Fenced: the link's tick moves to a new repeat number (a new link ID) with the same nominal time, and the
+    schedule's waiting_note says why. None when the schedule no longer expects this link."""
     with rawsql.transaction(db.engine) as tx:
         row = tx.first(_DEFER, {"p_id": schedule_id, "p_revision": revision, "p_repeat": repeat,
-                                "p_retry": retry, "p_now": now})
+                                "p_retry": retry, "p_now": now, "p_why": why[:300]})
         if row is None:
             tx.rollback()
             return None

@@ -57,6 +57,7 @@ CLAIM = rawsql.Statement(
         running_run_id=bindparam("p_run_id"),
         last_run_at=bindparam("p_now", type_=UTCDateTime()),
         updated_at=bindparam("p_now", type_=UTCDateTime()),
+        waiting_note=None,
     )
     .returning(
         SCHEDULES.c.name,

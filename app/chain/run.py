@@ -125,8 +125,8 @@ def _not_run(outcome: claims.Passed | claims.Wait, schedule_id: str, revision: i
     deferred = concurrency.defer_tick(schedule_id, revision, repeat, retry, now, outcome.why)
     if deferred is None:
         return "stale"
-    hand_off_plans([LinkPlan(schedule_id, revision, deferred.repeat, retry, scheduled_for, concurrency.later(now),
-                             deferred.timeout_seconds, deferred.queue)])
+    hand_off_plans([LinkPlan(schedule_id, revision, deferred.repeat, retry, scheduled_for,
+                             concurrency.later(now, outcome.seconds), deferred.timeout_seconds, deferred.queue)])
     return "deferred"
 
 

@@ -221,6 +221,9 @@ class ScheduleOut(Schema):
     status = out(fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus])))
     pause_note = out(fields.String(allow_none=True))
     paused_at = out(Iso(allow_none=True))
+    waiting = out(fields.String(allow_none=True, attribute="waiting_note", metadata={
+        "description": "why its due tick waits instead of running, e.g. \"waiting for a worker that knows "
+                       "task 'billing.charge'\" (no retry is spent meanwhile); null: it is not waiting"}))
     current_repeat = out(fields.Integer())
     current_retry = out(fields.Integer())
     last_run_at = out(Iso(allow_none=True))

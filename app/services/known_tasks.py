@@ -33,8 +33,7 @@ def warnings_for(schedule: Schedule, now: datetime) -> list[str]:
     if not live:
         return [f"no live worker listens on queue {queue!r}: this schedule's runs wait until one starts"]
     return [f"no live worker of queue {queue!r} knows task {task!r} ({live} live without it): deploy "
-            "its module (RECUR_TASK_MODULES) to those workers before its first run, or the runs fail with "
-            "unknown task"]
+            "its module (RECUR_TASK_MODULES) to them: its runs wait until a worker that knows it takes them"]
 
 
 def _task_of(workflow_id: int) -> str | None:

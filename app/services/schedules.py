@@ -201,6 +201,7 @@ def pause(schedule: Schedule | str, now: datetime, note: str | None = None) -> S
     schedule.next_run_at = None
     schedule.pause_note = note
     schedule.paused_at = now
+    schedule.waiting_note = None  # nothing waits while it is paused
     schedule.revision += 1
     schedule.updated_at = now
     audit.record(schedule.id, schedule.owner_id, "pause", now, {"pause_note": note} if note else None)

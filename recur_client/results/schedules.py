@@ -61,6 +61,7 @@ class Schedule(TypedDict):
     status: str
     pause_note: str | None
     paused_at: str | None
+    waiting: str | None  # why its due tick waits instead of running (a worker that knows its task, a slot)
     current_repeat: int
     current_retry: int
     last_run_at: str | None
