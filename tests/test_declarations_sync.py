@@ -419,3 +419,7 @@ def test_a_sync_whose_last_step_is_refused_changes_nothing_and_its_dry_run_says_
     assert outcome.plan is not None and outcome.plan.count("create") == 3
     assert _counts()[:3] == (3, 3, 3)
     assert len(get_redis().keys("rq:job:sched-*")) == 3  # handed off after the one commit
+    # No worker beats here: the sync says so of each schedule it made (a warning: workers may come after).
+    assert outcome.warnings == [f"{key}: no live worker listens on queue 'recur': this schedule's runs wait "
+                                "until one starts" for key in ("reports-42", "tick-cron", "zz-third")]
+    assert outcome.lines()[-1] == f"warning: {outcome.warnings[-1]}"

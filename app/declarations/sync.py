@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from flask import Flask, current_app
 from sqlalchemy import select
@@ -31,6 +32,8 @@ from app.declarations.plan import (
 from app.declarations.wanted import wanted
 from app.infra import clock
 from app.infra.extensions import db, get_redis
+from app.models import Schedule
+from app.services import known_tasks
 from app.tasks.declarations import DeclarationError, settle
 
 log = logging.getLogger("recur.sync")
@@ -47,6 +50,7 @@ class Outcome:
     plan: Plan | None  # None: nothing was planned (another process synced the same declarations)
     dry_run: bool
     skipped: str = ""  # why nothing was planned
+    warnings: list[str] = field(default_factory=list)  # "KEY: ..." of what it synced (app.services.known_tasks)
 
     def lines(self) -> list[str]:
         if self.plan is None:
@@ -55,12 +59,13 @@ class Outcome:
         counts = ", ".join(f"{self.plan.count(action)} {action}" for action in ACTIONS if self.plan.count(action))
         lines.append(("plan: " if self.dry_run else "synced: ") + (counts or "no declarations")
                      + (" (dry run: nothing was changed)" if self.dry_run else ""))
-        return lines
+        return lines + [f"warning: {warning}" for warning in self.warnings]
 
     def as_dict(self) -> dict[str, object]:
         return {"dry_run": self.dry_run, "skipped": self.skipped or None,
                 "steps": [step.as_dict() for step in self.plan.steps] if self.plan else [],
-                "summary": {action: self.plan.count(action) for action in ACTIONS} if self.plan else {}}
+                "summary": {action: self.plan.count(action) for action in ACTIONS} if self.plan else {},
+                "warnings": self.warnings}
 
 
 def sync(app: Flask, dry_run: bool = False, prune: bool = False, once: bool = False) -> Outcome:
@@ -88,11 +93,28 @@ def sync(app: Flask, dry_run: bool = False, prune: bool = False, once: bool = Fa
                 plan = _plan(owner, declarations, prune)
                 execute(plan, owner, now, lock.renew)
                 lock.mark_synced(digest)
-                return Outcome(plan, dry_run=False)
+                return Outcome(plan, dry_run=False, warnings=_task_warnings(plan, now))
             finally:
                 lock.release()
         finally:
             db.session.remove()
+
+
+def _task_warnings(plan: Plan, now: datetime) -> list[str]:
+    """Of the schedules the sync made or changed, what their queue's live workers say of their tasks (a warning,
+    not a refusal: the workers with a new module may be restarted after the sync)."""
+    warnings: list[str] = []
+    tasks_seen: set[tuple[str | None, int | None]] = set()
+    for step in plan.steps:
+        if step.action not in (CREATE, UPDATE, RESUME) or step.schedule_id is None:
+            continue
+        schedule = db.session.get(Schedule, step.schedule_id)
+        if schedule is None or (schedule.queue, schedule.workflow_id) in tasks_seen:
+            continue
+        tasks_seen.add((schedule.queue, schedule.workflow_id))
+        warnings += [f"{step.key}: {warning}" for warning in known_tasks.warnings_for(schedule, now)]
+    db.session.rollback()
+    return warnings
 
 
 def sync_owner() -> Owner:
