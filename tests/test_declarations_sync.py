@@ -382,7 +382,7 @@ def test_a_prune_that_dies_after_the_delete_leaves_no_mark_nor_empty_workflow(ap
     def die(*_: object) -> None:  # the first thing after the delete's commit
         raise _Died()
 
-    monkeypatch.setattr(schedules, "withdraw", die)
+    monkeypatch.setattr(schedules, "withdraw_each", die)
     with pytest.raises(_Died):
         sync(app, prune=True)
     db.session.rollback()
@@ -391,35 +391,3 @@ def test_a_prune_that_dies_after_the_delete_leaves_no_mark_nor_empty_workflow(ap
     assert db.session.get(Workflow, report.workflow_id) is None
     db.session.rollback()
 
-
-def _counts() -> tuple[int, int, int, int]:
-    counted = (len(db.session.scalars(select(Schedule)).all()), len(db.session.scalars(select(Workflow)).all()),
-               len(db.session.scalars(select(DeclaredKey)).all()), len(db.session.scalars(select(ScheduleEvent)).all()))
-    db.session.rollback()
-    return counted
-
-
-def test_a_sync_whose_last_step_is_refused_changes_nothing_and_its_dry_run_says_so(app):
-    """Whole or nothing: the owner may hold two schedules; three declarations plan three creates. The third
-    is refused by the quota, which only the write itself meets, and the two before it are not kept: no
-    schedule, workflow, mark or audit row, no link in Redis. The dry run carries the steps out with the same
-    checks and meets the same refusal."""
-    app.config["RECUR_MAX_SCHEDULES_PER_OWNER"] = 2
-    declare_both()
-    declarations.declare(declared_tasks.no_arguments, {"every": "1h"}, key="zz-third")  # planned last
-    before = _counts()
-    with pytest.raises(declarations.DeclarationError, match="'zz-third'.*schedules"):
-        sync(app, dry_run=True)
-    with pytest.raises(declarations.DeclarationError, match="'zz-third'.*schedules"):
-        sync(app)
-    assert _counts() == before == (0, 0, 0, 0)
-    assert get_redis().keys("rq:job:sched-*") == []
-    app.config["RECUR_MAX_SCHEDULES_PER_OWNER"] = 3
-    outcome = sync(app)
-    assert outcome.plan is not None and outcome.plan.count("create") == 3
-    assert _counts()[:3] == (3, 3, 3)
-    assert len(get_redis().keys("rq:job:sched-*")) == 3  # handed off after the one commit
-    # No worker beats here: the sync says so of each schedule it made (a warning: workers may come after).
-    assert outcome.warnings == [f"{key}: no live worker listens on queue 'recur': this schedule's runs wait "
-                                "until one starts" for key in ("reports-42", "tick-cron", "zz-third")]
-    assert outcome.lines()[-1] == f"warning: {outcome.warnings[-1]}"

@@ -7,6 +7,7 @@ successor, a worker or the reconciler writing off a lost run, and the reconciler
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from flask import current_app
 from redis.client import Pipeline
@@ -59,6 +60,12 @@ def withdraw(schedule: Schedule, queue: Queue | None = None) -> None:
         cancel_link(queue or get_queue(), job_id)
     except RedisError as exc:
         log.warning("could not remove link %s from Redis (%s); it is fenced and will do nothing", job_id, exc)
+
+
+def withdraw_each(schedules: Iterable[Schedule]) -> None:
+    """withdraw, of each schedule (a batch deleted)."""
+    for schedule in schedules:
+        withdraw(schedule)
 
 
 def hand_off_or_leave_to_recovery(schedule: Schedule) -> None:

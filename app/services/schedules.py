@@ -15,7 +15,7 @@ from app import timing
 from app.auth import audit
 from app.calendars.models import Calendar
 from app.chain import planning
-from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw
+from app.chain.handoff import hand_off_or_leave_to_recovery, withdraw, withdraw_each
 from app.infra import transaction
 from app.infra.clock import ceil_second
 from app.infra.extensions import db, get_redis
@@ -199,9 +199,8 @@ def pause(schedule: Schedule | str, now: datetime, note: str | None = None) -> S
         raise Conflict(f"only an active schedule can be paused; this one is {schedule.status}")
     schedule.status = ScheduleStatus.PAUSED.value
     schedule.next_run_at = None
-    schedule.pause_note = note
+    schedule.pause_note, schedule.waiting_note = note, None  # nothing waits while it is paused
     schedule.paused_at = now
-    schedule.waiting_note = None  # nothing waits while it is paused
     schedule.revision += 1
     schedule.updated_at = now
     audit.record(schedule.id, schedule.owner_id, "pause", now, {"pause_note": note} if note else None)
@@ -268,12 +267,7 @@ def remove_selected(selected: Select[Schedule], now: datetime,
     if along is not None:
         along()
     transaction.commit()
-
-    def withdraw_all() -> None:
-        for schedule in schedules:
-            withdraw(schedule)
-
-    transaction.after_commit(withdraw_all)
+    transaction.after_commit(lambda: withdraw_each(schedules))
     return found
 
 

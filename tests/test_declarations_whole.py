@@ -1,0 +1,65 @@
+"""`flask declarations sync` whole or not at all (SQLite and PostgreSQL): a sync whose last step is refused keeps
+nothing of the steps before it, in the database or in Redis; its dry run meets the same refusal; and what it
+syncs carries the workers' warnings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import select
+
+from app.auth.models import ScheduleEvent
+from app.declarations.marks import DeclaredKey
+from app.declarations.sync import sync
+from app.infra.extensions import db, get_redis
+from app.models import Schedule, Workflow
+from app.tasks import declarations
+from harness import declared_tasks
+
+
+@pytest.fixture(autouse=True)
+def no_declarations() -> Iterator[None]:
+    declarations.forget()
+    yield
+    declarations.forget()
+
+
+def declare_both(cron: str = "0 9 * * *") -> None:
+    declarations.declare(declared_tasks.tick, {"cron": cron, "tz": "Europe/Paris", "retries": 2,
+                                               "payload": {"from": "cron"}}, key="tick-cron")
+    declarations.declare(declared_tasks.send_report, {"every": "15m", "timeout": 30}, key="reports-42",
+                         args=[42], kwargs={"dry_run": True})
+
+
+def _counts() -> tuple[int, int, int, int]:
+    counted = (len(db.session.scalars(select(Schedule)).all()), len(db.session.scalars(select(Workflow)).all()),
+               len(db.session.scalars(select(DeclaredKey)).all()), len(db.session.scalars(select(ScheduleEvent)).all()))
+    db.session.rollback()
+    return counted
+
+
+def test_a_sync_whose_last_step_is_refused_changes_nothing_and_its_dry_run_says_so(app):
+    """Whole or nothing: the owner may hold two schedules; three declarations plan three creates. The third
+    is refused by the quota, which only the write itself meets, and the two before it are not kept: no
+    schedule, workflow, mark or audit row, no link in Redis. The dry run carries the steps out with the same
+    checks and meets the same refusal."""
+    app.config["RECUR_MAX_SCHEDULES_PER_OWNER"] = 2
+    declare_both()
+    declarations.declare(declared_tasks.no_arguments, {"every": "1h"}, key="zz-third")  # planned last
+    before = _counts()
+    with pytest.raises(declarations.DeclarationError, match="'zz-third'.*schedules"):
+        sync(app, dry_run=True)
+    with pytest.raises(declarations.DeclarationError, match="'zz-third'.*schedules"):
+        sync(app)
+    assert _counts() == before == (0, 0, 0, 0)
+    assert get_redis().keys("rq:job:sched-*") == []
+    app.config["RECUR_MAX_SCHEDULES_PER_OWNER"] = 3
+    outcome = sync(app)
+    assert outcome.plan is not None and outcome.plan.count("create") == 3
+    assert _counts()[:3] == (3, 3, 3)
+    assert len(get_redis().keys("rq:job:sched-*")) == 3  # handed off after the one commit
+    # No worker beats here: the sync says so of each schedule it made (a warning: workers may come after).
+    assert outcome.warnings == [f"{key}: no live worker listens on queue 'recur': this schedule's runs wait "
+                                "until one starts" for key in ("reports-42", "tick-cron", "zz-third")]
+    assert outcome.lines()[-1] == f"warning: {outcome.warnings[-1]}"
