@@ -52,6 +52,8 @@ def apply_file(wanted: ApplyFile, prune: bool = False, dry_run: bool = False, er
         try:
             made = client.apply(changes_of(plan), dry_run=dry_run)
         except ApiError as exc:
+            if dry_run:  # the plan, then what the server refused in it
+                report(plan, dry_run, err)
             raise type(exc)(exc.status, _naming_the_step(plan, exc), exc.errors, exc.body, exc.code) from None
         if not dry_run:
             _note_made(plan, made)

@@ -162,6 +162,7 @@ def test_a_file_whose_last_item_is_refused_changes_nothing(stack, tmp_path):
         refused = recur(url, token, "apply", str(path), *dry_run, ok=False)
         assert refused.code == 1 and refused.err.startswith("error: schedule zz/never: "), refused
         assert "Nothing of the apply was kept." in refused.err and "schedules.create.3.cron:" in refused.err
+        assert ("create    schedule zz/never" in refused.out) == bool(dry_run)  # a dry run shows its plan too
         assert _rows(stack.database_url) == before
     document["schedules"][-1]["cron"] = "0 0 28 2 *"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
