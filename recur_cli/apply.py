@@ -57,6 +57,8 @@ def apply_file(wanted: ApplyFile, prune: bool = False, dry_run: bool = False, er
             raise type(exc)(exc.status, _naming_the_step(plan, exc), exc.errors, exc.body, exc.code) from None
         if not dry_run:
             _note_made(plan, made)
+        for warning in made.get("warnings") or []:  # not an error: the workers may be deployed after
+            click.echo(f"warning: {warning}", err=True)
     report(plan, dry_run, err)
 
 

@@ -68,6 +68,9 @@ def test_a_dry_run_keeps_nothing_and_a_whole_apply_is_handed_off_after_its_commi
     done = client.post("/api/v1/apply/", json=good)
     assert done.status_code == 200, done.json
     assert done.json["webhooks"][0]["secret"].startswith("whsec_")
+    assert done.json["warnings"] == [  # no worker beats here: said of each schedule made, not refused
+        f"{key}: no live worker listens on queue 'recur': this schedule's runs wait until one starts"
+        for key in ("first", "second", "third")]
     assert counts() == {"Workflow": 1, "Webhook": 1, "Calendar": 1, "Schedule": 3}
     assert len(links()) == 3  # one link each, put after the commit
     rows = {s.key: s for s in db.session.scalars(select(Schedule))}

@@ -113,3 +113,6 @@ class ApplyOut(Schema):
     webhooks = out(fields.List(fields.Nested(Made)))
     calendars = out(fields.List(fields.Nested(Made)))
     schedules = out(fields.List(fields.Nested(Made)))
+    warnings = out(fields.List(fields.String(), metadata={
+        "description": "\"KEY: ...\" for each schedule made or changed whose queue has no live worker, or none that "
+                       "knows its task (not an error: its runs wait for one)"}))

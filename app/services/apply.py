@@ -23,9 +23,9 @@ from app.calendars.expansion import CalendarInvalid
 from app.calendars.models import Calendar
 from app.infra import transaction
 from app.infra.extensions import db
-from app.models import Workflow
+from app.models import Schedule, Workflow
 from app.notify.models import Webhook
-from app.services import calendars, quotas, schedules, webhooks, workflows
+from app.services import calendars, known_tasks, quotas, schedules, webhooks, workflows
 from app.services.queries import owned, owned_schedule, schedule_named
 from app.timing.work import WorkExceeded
 
@@ -63,7 +63,7 @@ def apply(owner_id: int, data: dict[str, Any], now: datetime) -> dict[str, Any]:
         run.calendars_deleted((data.get("calendars") or {}).get("delete") or [])
     if dry_run:  # nothing was kept: no id or secret to show
         made = {kind: [Made(m.name, None) for m in items] for kind, items in made.items()}
-    return {"dry_run": dry_run, **made}
+    return {"dry_run": dry_run, **made, "warnings": run.warnings}
 
 
 def _missing(what: str, ident: object) -> schedules.Invalid:
@@ -83,6 +83,8 @@ class _Run:
         self.owner_id, self.now, self.made = owner_id, now, made
         self.workflow_ids: dict[str, int] = {}
         self.calendar_ids: dict[str, int] = {}
+        self.warnings: list[str] = []  # "NAME: ..." of the schedules made or changed (app.services.known_tasks)
+        self._warned: dict[tuple[str | None, int], list[str]] = {}
 
     def _each(self, kind: str, action: str, items: list[Any], name: Callable[[Any], object],
               change: Callable[[Any], None]) -> None:
@@ -156,12 +158,13 @@ class _Run:
         def create(body: dict[str, Any]) -> None:
             made = schedules.create({**self._named(body), "owner_id": self.owner_id}, self.now)
             self.made["schedules"].append(Made(made.key or made.name, made.id))
+            self._warn(made)
 
         def update(edit: dict[str, Any]) -> None:
             schedule = owned_schedule(edit["id"], for_update=True)
             if schedule is None:
                 raise _missing("schedule", edit["id"])
-            schedules.update(schedule, self._named(edit["changed"]), self.now)
+            self._warn(schedules.update(schedule, self._named(edit["changed"]), self.now))
 
         def delete(ref: str) -> None:
             if not schedules.remove_selected(schedule_named(ref), self.now):
@@ -170,6 +173,13 @@ class _Run:
         self._each("schedules", "create", changes.get("create") or [], lambda b: b.get("key") or b["name"], create)
         self._each("schedules", "update", changes.get("update") or [], lambda e: e["id"], update)
         self._each("schedules", "delete", changes.get("delete") or [], lambda r: r, delete)
+
+    def _warn(self, schedule: Schedule) -> None:
+        """What the live workers say of the schedule's task, asked once per queue and workflow."""
+        asked = (schedule.queue, schedule.workflow_id)
+        if asked not in self._warned:
+            self._warned[asked] = known_tasks.warnings_for(schedule, self.now)
+        self.warnings += [f"{schedule.key or schedule.name}: {warning}" for warning in self._warned[asked]]
 
     def _named(self, body: dict[str, Any]) -> dict[str, Any]:
         """A schedule's body with its workflow and calendar named by id."""
