@@ -123,8 +123,10 @@ def test_catch_up_after_every_worker_was_down_for_five_intervals(stack: Stack) -
     assert started == sorted(started) and all(r["status"] == "succeeded" for r in runs)
 
     # a window shorter than the outage: the ticks older than it are missed, only those inside it run
+    # (of the ticks due while no worker ran: on a loaded machine a tick due after the restart may start late
+    # enough to count as caught up too, and is not what the window decides)
     [gap] = missed(after["window"])
-    runs = caught_up(after["window"])
+    runs = [r for r in caught_up(after["window"]) if _t(r["scheduled_for"]) <= restarted]
     assert gap["reason"] == "catch_up_window" and gap["ticks"] >= 2
     assert 1 <= len(runs) <= 3
     assert all(_t(r["started_at"]) - _t(r["scheduled_for"]) <= timedelta(seconds=5) for r in runs)
@@ -195,6 +197,7 @@ def test_a_three_second_task_on_a_one_second_schedule(stack: Stack, policy: str)
 def test_trigger_twice_with_one_idempotency_key_starts_one_run(stack: Stack) -> None:
     log = _with_log(stack)
     stack.start_worker()
+    stack.wait_workers_ready()  # on a loaded machine a worker takes seconds to start
     workflow = _workflow(stack)
     # Its one daily tick is twelve hours away, so it cannot come due between the create and the pause. Its two
     # runs may overlap (a worker's slots take both at once): allow_all, so that neither is skipped for it.
@@ -211,7 +214,7 @@ def test_trigger_twice_with_one_idempotency_key_starts_one_run(stack: Stack) -> 
     def manual_runs() -> list[dict[str, Any]]:
         return [r for r in stack.api.runs(schedule_id) if r["trigger"] == "manual" and r["status"] == "succeeded"]
 
-    wait_for(lambda: len(manual_runs()) == 2, 15, what="two manual runs")
+    wait_for(lambda: len(manual_runs()) == 2, 30, what="two manual runs")
     time.sleep(NO_THIRD_RUN_SECONDS)
     assert sorted(r["id"] for r in manual_runs()) == sorted([first[1]["run_id"], other[1]["run_id"]])
     assert sum(n for (sid, _), n in _executions(log).items() if sid == schedule_id) == 2
