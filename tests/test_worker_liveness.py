@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.infra import clock, worker_beats
-from app.infra.extensions import db, get_redis
+from app.infra.extensions import db, get_redis, queue_names
+from app.models import Schedule
 from app.notify import outbox, workers_gone
 from app.notify.models import Event, Webhook
 from harness.chain_driver import make_schedule
@@ -116,3 +117,21 @@ def test_a_schedule_whose_task_no_live_worker_knows_is_answered_with_a_warning(a
         worker_beats.leave(redis, name)
     assert client.get(f"/api/v1/schedules/{made.json['id']}/").json["warnings"] == [
         "no live worker listens on queue 'recur': this schedule's runs wait until one starts"]
+
+
+def test_a_process_that_does_not_serve_a_queue_leaves_its_outage_alone_while_schedules_use_it(app) -> None:
+    """During a rolling change of RECUR_QUEUES, a process that does not list a queue must not end the outage a
+    process that does recorded (it would be recorded again, and workers.gone sent again): the record of a queue
+    this process does not know is dropped only once no active schedule uses that queue."""
+    redis = get_redis(app)
+    schedule = make_schedule(_at(0), interval_seconds=3600)
+    db.session.execute(update(Schedule).where(Schedule.id == schedule.id).values(queue="exports"))
+    db.session.commit()
+    worker_beats.mark_unserved(redis, worker_beats.Unserved("exports", _at(0).timestamp(), (1,)))
+    assert "exports" not in queue_names()
+    workers_gone.check(_at(1))
+    assert list(worker_beats.unserved(redis)) == ["exports"]  # schedules still wait on it: the outage stands
+    db.session.execute(update(Schedule).where(Schedule.id == schedule.id).values(status="paused"))
+    db.session.commit()
+    workers_gone.check(_at(2))
+    assert worker_beats.unserved(redis) == {}  # no queue of this cluster, and no schedule on it any more

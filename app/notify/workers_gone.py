@@ -32,6 +32,16 @@ def _on_queue(queue: str) -> Any:
     return active & (Schedule.queue == queue)
 
 
+def _used(queue: str) -> bool:
+    """Whether an active schedule's links go through `queue`: a process that does not serve a queue (its
+    RECUR_QUEUES older or newer than another's, in a rolling change) leaves that queue's outage alone while
+    schedules wait on it."""
+    used = bool(db.session.scalar(select(exists().where(Schedule.status == ScheduleStatus.ACTIVE.value)
+                                         .where(Schedule.queue == queue))))
+    db.session.rollback()
+    return used
+
+
 @dataclass(frozen=True)
 class Liveness:
     """The cluster's workers as their beats tell at one instant: live worker processes per queue, and the queues
@@ -73,7 +83,7 @@ def check(now: datetime) -> dict[str, list[str]]:
             worker_beats.served(redis, queue)
             changed["back"].append(queue)
             log.warning("queue %s has a live worker again", queue)
-        elif queue not in seen.live:  # no longer a queue of the cluster
+        elif queue not in seen.live and not _used(queue):  # no queue of this process's, and no schedule's
             worker_beats.served(redis, queue)
     for queue in seen.unserved:
         if queue in record:
