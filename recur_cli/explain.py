@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -32,9 +33,10 @@ def explain(schedule_id: str, at: str | None) -> None:
         output.emit_json(answer)
         return
     click.echo(f"{answer['kind']}: {answer['summary']}")
+    fields: Mapping[str, Any] = answer  # read by the names in _LINES
     for key, label in _LINES:
-        if answer.get(key) not in (None, "", 0):
-            click.echo(f"  {label}: {output.text(answer[key])}")
+        if fields.get(key) not in (None, "", 0):
+            click.echo(f"  {label}: {output.text(fields[key])}")
     for name in ("run", "held_by"):
         row: Any = answer.get(name)
         if row:
