@@ -122,13 +122,14 @@ def test_catch_up_after_every_worker_was_down_for_five_intervals(stack: Stack) -
     started = [_t(r["started_at"]) for r in runs]
     assert started == sorted(started) and all(r["status"] == "succeeded" for r in runs)
 
-    # a window shorter than the outage: the ticks older than it are missed, only those inside it run
-    # (of the ticks due while no worker ran: on a loaded machine a tick due after the restart may start late
-    # enough to count as caught up too, and is not what the window decides)
+    # a window shorter than the outage: the ticks older than it are missed, only those inside it run. (Each run
+    # caught up started within the window of its own tick: that is the rule. How many there are is not: on a
+    # loaded machine a worker that starts slowly, or a tick after the restart that starts late, adds some.)
     [gap] = missed(after["window"])
-    runs = [r for r in caught_up(after["window"]) if _t(r["scheduled_for"]) <= restarted]
+    runs = caught_up(after["window"])
     assert gap["reason"] == "catch_up_window" and gap["ticks"] >= 2
-    assert 1 <= len(runs) <= 3
+    assert runs and _t(runs[0]["scheduled_for"]) > last_of(gap)
+    assert _t(runs[0]["started_at"]) - last_of(gap) > timedelta(seconds=5)  # the missed were past the window
     assert all(_t(r["started_at"]) - _t(r["scheduled_for"]) <= timedelta(seconds=5) for r in runs)
 
     bodies = _executions(log)
