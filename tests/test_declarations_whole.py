@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from redis import Redis
 from sqlalchemy import select
 
 from app.auth.models import ScheduleEvent
@@ -16,6 +17,7 @@ from app.infra.extensions import db, get_redis
 from app.models import Schedule, Workflow
 from app.tasks import declarations
 from harness import declared_tasks
+from harness.servers import free_port
 
 
 @pytest.fixture(autouse=True)
@@ -63,3 +65,17 @@ def test_a_sync_whose_last_step_is_refused_changes_nothing_and_its_dry_run_says_
     assert outcome.warnings == [f"{key}: no live worker listens on queue 'recur': this schedule's runs wait "
                                 "until one starts" for key in ("reports-42", "tick-cron", "zz-third")]
     assert outcome.lines()[-1] == f"warning: {outcome.warnings[-1]}"
+
+
+def test_a_sync_with_redis_away_says_so_and_changes_nothing(app):
+    """A sync, and its dry run (which carries the steps out), need Redis: the command says it cannot be reached
+    (status 1, no traceback) and nothing is written."""
+    declare_both()
+    app.extensions["recur.redis"] = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_timeout=1,
+                                                   socket_connect_timeout=1)
+    runner = app.test_cli_runner()
+    for args in (["--dry-run"], []):
+        result = runner.invoke(args=["declarations", "sync", *args])
+        assert result.exit_code == 1, result.output
+        assert "Redis is unreachable" in result.output and "Traceback" not in result.output, result.output
+    assert _counts() == (0, 0, 0, 0)

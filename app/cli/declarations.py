@@ -8,6 +8,7 @@ import logging
 
 import click
 from flask import Flask, current_app
+from redis.exceptions import RedisError
 
 from app.declarations.plan import CONFLICT
 from app.declarations.sync import Outcome, SyncError, sync
@@ -34,6 +35,8 @@ def init_app(app: Flask) -> None:
             outcome = sync(current_app._get_current_object(), dry_run=dry_run, prune=prune)  # type: ignore[attr-defined]
         except (DeclarationError, SyncError, LockLost) as exc:
             raise click.ClickException(str(exc)) from None
+        except RedisError as exc:  # a sync takes Redis's lock and hands links to it; a dry run checks it too
+            raise click.ClickException(f"Redis is unreachable ({exc}); nothing was synced") from None
         if as_json:
             click.echo(json.dumps(outcome.as_dict()))
         else:
@@ -53,7 +56,7 @@ def sync_on_start(app: Flask) -> Outcome | None:
         return None
     try:
         outcome = sync(app, once=True)
-    except (SyncError, LockLost) as exc:
+    except (SyncError, LockLost, RedisError) as exc:
         log.error("declarations sync at start did not run: %s", exc)
         return None
     for line in outcome.lines():
