@@ -10,7 +10,6 @@ from sqlalchemy import delete, func, select
 
 from app.auth import audit
 from app.auth.models import Owner
-from app.calendars.expansion import CalendarInvalid
 from app.calendars.models import MAX_CALENDARS, Calendar
 from app.declarations.marks import DeclaredKey
 from app.declarations.plan import (
@@ -27,7 +26,8 @@ from app.declarations.plan import (
 from app.infra import transaction
 from app.infra.extensions import db
 from app.models import Schedule, Workflow
-from app.services import quotas, schedules, workflows
+from app.services import schedules, workflows
+from app.services.refusals import CHANGE_REFUSED
 from app.tasks.declarations import DeclarationError
 from app.timing.work import WorkExceeded
 
@@ -92,14 +92,9 @@ def execute(plan: Plan, owner: Owner, now: datetime, after_step: Callable[[], No
         for step in plan.steps:
             try:
                 _carry_out(step, owner, now)
-            except REFUSED as exc:
+            except CHANGE_REFUSED as exc:  # the sync names the step and stops
                 raise DeclarationError(step.key, _errors(exc)) from exc
             after_step()
-
-
-# What a step may be refused with (the API answers each as a 4xx): the sync names the step and stops.
-REFUSED = (schedules.Invalid, schedules.Conflict, schedules.DuplicateKey, quotas.QuotaExceeded, CalendarInvalid,
-           WorkExceeded)
 
 
 def _errors(exc: Exception) -> dict[str, list[str]]:

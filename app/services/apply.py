@@ -15,24 +15,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 
-from app.calendars.expansion import CalendarInvalid
 from app.calendars.models import Calendar
 from app.infra import transaction
 from app.infra.extensions import db
 from app.models import Schedule, Workflow
 from app.notify.models import Webhook
-from app.services import calendars, known_tasks, quotas, schedules, webhooks, workflows
+from app.services import calendars, known_tasks, schedules, webhooks, workflows
 from app.services.queries import owned, owned_schedule, schedule_named
-from app.timing.work import WorkExceeded
+from app.services.refusals import CHANGE_REFUSED
 
+M = TypeVar("M", Workflow, Webhook, Calendar)
 MAX_CHANGES = 1000  # changes in one apply: a bounded request whatever the file
-# What the operations refuse (each a 4xx of its own endpoint): here, the change is named with it.
-REFUSED = (schedules.Invalid, schedules.Conflict, schedules.DuplicateKey, calendars.Conflict, CalendarInvalid,
-           webhooks.WebhookInvalid, quotas.QuotaExceeded, WorkExceeded)
 
 
 class StepRefused(Exception):  # noqa: N818 - named for what happened to the step
@@ -70,11 +67,19 @@ def _missing(what: str, ident: object) -> schedules.Invalid:
     return schedules.Invalid({"id": [f"no {what} of yours with id {ident!r}"]})
 
 
+def _owned(model: type[M], ident: int) -> M:
+    """The caller's row to change (locked), else the change is refused naming its id."""
+    row = owned(model, ident, for_update=True)
+    if row is None:
+        raise _missing(model.__name__.lower(), ident)
+    return row
+
+
 @contextmanager
 def _step(where: str, name: object) -> Iterator[None]:
     try:
         yield
-    except REFUSED as exc:
+    except CHANGE_REFUSED as exc:
         raise StepRefused(where, str(name), exc) from exc
 
 
@@ -84,7 +89,7 @@ class _Run:
         self.workflow_ids: dict[str, int] = {}
         self.calendar_ids: dict[str, int] = {}
         self.warnings: list[str] = []  # "NAME: ..." of the schedules made or changed (app.services.known_tasks)
-        self._warned: dict[tuple[str | None, int], list[str]] = {}
+        self._workers_say = known_tasks.Warnings(now)
 
     def _each(self, kind: str, action: str, items: list[Any], name: Callable[[Any], object],
               change: Callable[[Any], None]) -> None:
@@ -99,9 +104,7 @@ class _Run:
             self.made["workflows"].append(Made(made.name, made.id))
 
         def update(edit: dict[str, Any]) -> None:
-            workflow = owned(Workflow, edit["id"], for_update=True)
-            if workflow is None:
-                raise _missing("workflow", edit["id"])
+            workflow = _owned(Workflow, edit["id"])
             workflows.update(workflow, edit["changed"])
             self.workflow_ids[workflow.name] = workflow.id
 
@@ -114,15 +117,11 @@ class _Run:
             self.made["webhooks"].append(Made(made.url, made.id, made.secret))
 
         def update(edit: dict[str, Any]) -> None:
-            webhook = owned(Webhook, edit["id"], for_update=True)
-            if webhook is None:
-                raise _missing("webhook", edit["id"])
+            webhook = _owned(Webhook, edit["id"])
             webhooks.update(webhook, edit["changed"])
 
         def delete(ident: int) -> None:
-            webhook = owned(Webhook, ident, for_update=True)
-            if webhook is None:
-                raise _missing("webhook", ident)
+            webhook = _owned(Webhook, ident)
             webhooks.remove(webhook)
 
         self._each("webhooks", "create", changes.get("create") or [], lambda b: b["url"], create)
@@ -136,9 +135,7 @@ class _Run:
             self.made["calendars"].append(Made(made.name, made.id))
 
         def update(edit: dict[str, Any]) -> None:
-            calendar = owned(Calendar, edit["id"], for_update=True)
-            if calendar is None:
-                raise _missing("calendar", edit["id"])
+            calendar = _owned(Calendar, edit["id"])
             calendars.update(calendar, edit["changed"], self.now)
             self.calendar_ids[calendar.name] = calendar.id
 
@@ -147,9 +144,7 @@ class _Run:
 
     def calendars_deleted(self, idents: list[int]) -> None:
         def delete(ident: int) -> None:
-            calendar = owned(Calendar, ident, for_update=True)
-            if calendar is None:
-                raise _missing("calendar", ident)
+            calendar = _owned(Calendar, ident)
             calendars.remove(calendar)
 
         self._each("calendars", "delete", idents, lambda i: i, delete)
@@ -175,11 +170,7 @@ class _Run:
         self._each("schedules", "delete", changes.get("delete") or [], lambda r: r, delete)
 
     def _warn(self, schedule: Schedule) -> None:
-        """What the live workers say of the schedule's task, asked once per queue and workflow."""
-        asked = (schedule.queue, schedule.workflow_id)
-        if asked not in self._warned:
-            self._warned[asked] = known_tasks.warnings_for(schedule, self.now)
-        self.warnings += [f"{schedule.key or schedule.name}: {warning}" for warning in self._warned[asked]]
+        self.warnings += [f"{schedule.key or schedule.name}: {warning}" for warning in self._workers_say.of(schedule)]
 
     def _named(self, body: dict[str, Any]) -> dict[str, Any]:
         """A schedule's body with its workflow and calendar named by id."""
