@@ -103,16 +103,14 @@ def sync(app: Flask, dry_run: bool = False, prune: bool = False, once: bool = Fa
 def _task_warnings(plan: Plan, now: datetime) -> list[str]:
     """Of the schedules the sync made or changed, what their queue's live workers say of their tasks (a warning,
     not a refusal: the workers with a new module may be restarted after the sync)."""
+    workers_say = known_tasks.Warnings(now)
     warnings: list[str] = []
-    tasks_seen: set[tuple[str | None, int | None]] = set()
     for step in plan.steps:
         if step.action not in (CREATE, UPDATE, RESUME) or step.schedule_id is None:
             continue
         schedule = db.session.get(Schedule, step.schedule_id)
-        if schedule is None or (schedule.queue, schedule.workflow_id) in tasks_seen:
-            continue
-        tasks_seen.add((schedule.queue, schedule.workflow_id))
-        warnings += [f"{step.key}: {warning}" for warning in known_tasks.warnings_for(schedule, now)]
+        if schedule is not None:
+            warnings += [f"{step.key}: {warning}" for warning in workers_say.of(schedule)]
     db.session.rollback()
     return warnings
 

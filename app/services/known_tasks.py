@@ -18,22 +18,42 @@ from app.models import Schedule, Workflow
 def warnings_for(schedule: Schedule, now: datetime) -> list[str]:
     """What to tell whoever made or changed `schedule` about the workers that would run it (none: all is well,
     or Redis could not be asked)."""
-    task = _task_of(schedule.workflow_id)
-    if task is None:
-        return []
-    queue = schedule.queue or current_app.config["RECUR_QUEUE"]
-    try:
-        beats = worker_beats.read(get_redis())
-    except RedisError:
-        return []
-    live, knowing = worker_beats.knowing(beats, queue, task, now.timestamp(),
-                                         float(current_app.config["RECUR_WORKER_GRACE_SECONDS"]))
-    if knowing:
-        return []
-    if not live:
-        return [f"no live worker listens on queue {queue!r}: this schedule's runs wait until one starts"]
-    return [f"no live worker of queue {queue!r} knows task {task!r} ({live} live without it): deploy "
-            "its module (RECUR_TASK_MODULES) to them: its runs wait until a worker that knows it takes them"]
+    return Warnings(now).of(schedule)
+
+
+class Warnings:
+    """warnings_for, of many schedules (an apply, a sync): the workers' beats read once, each queue and workflow
+    asked once."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        self._beats: list[worker_beats.Beat] | None = None
+        self._asked: dict[tuple[str | None, int], list[str]] = {}
+
+    def of(self, schedule: Schedule) -> list[str]:
+        asked = (schedule.queue, schedule.workflow_id)
+        if asked not in self._asked:
+            self._asked[asked] = self._said(schedule)
+        return self._asked[asked]
+
+    def _said(self, schedule: Schedule) -> list[str]:
+        task = _task_of(schedule.workflow_id)
+        if task is None:
+            return []
+        queue = schedule.queue or current_app.config["RECUR_QUEUE"]
+        if self._beats is None:
+            try:
+                self._beats = worker_beats.read(get_redis())
+            except RedisError:
+                return []
+        live, knowing = worker_beats.knowing(self._beats, queue, task, self.now.timestamp(),
+                                             float(current_app.config["RECUR_WORKER_GRACE_SECONDS"]))
+        if knowing:
+            return []
+        if not live:
+            return [f"no live worker listens on queue {queue!r}: this schedule's runs wait until one starts"]
+        return [f"no live worker of queue {queue!r} knows task {task!r} ({live} live without it): deploy "
+                "its module (RECUR_TASK_MODULES) to them: its runs wait until a worker that knows it takes them"]
 
 
 def _task_of(workflow_id: int) -> str | None:
