@@ -65,9 +65,9 @@ def with_schedule(for_update: bool = False) -> Callable[[F], F]:
 def detail(schedule: Schedule, with_history: bool = False) -> Joined:
     """A schedule joined with what its timing says and its next nominal times (ScheduleDetailOut), and, for a
     read, what its run history adds up to (ScheduleDescribeOut)."""
-    description = timing_text(schedule)
-    upcoming = [iso(t) for t in next_times(schedule, clock.utcnow())]
-    warnings = known_tasks.warnings_for(schedule, clock.utcnow())
+    description, now = timing_text(schedule), clock.utcnow()
+    upcoming = [iso(t) for t in next_times(schedule, now)]
+    warnings = known_tasks.warnings_for(schedule, now)
     if with_history:
         return Joined(schedule, timing_description=description, next_runs=upcoming, stats=history.stats(schedule),
                       recent_runs=history.recent(schedule), warnings=warnings)

@@ -36,8 +36,7 @@ def _used(queue: str) -> bool:
     """Whether an active schedule's links go through `queue`: a process that does not serve a queue (its
     RECUR_QUEUES older or newer than another's, in a rolling change) leaves that queue's outage alone while
     schedules wait on it."""
-    used = bool(db.session.scalar(select(exists().where(Schedule.status == ScheduleStatus.ACTIVE.value)
-                                         .where(Schedule.queue == queue))))
+    used = bool(db.session.scalar(select(exists().where(_on_queue(queue)))))
     db.session.rollback()
     return used
 
