@@ -4,7 +4,6 @@ paused (deleted with prune), that schedules made through the API are left alone,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -22,21 +21,8 @@ from app.models import Schedule, Workflow
 from app.services import schedules
 from app.tasks import declarations
 from harness import declared_tasks
+from harness.declaring import declare_both, no_declarations  # noqa: F401  (no_declarations: autouse here)
 from harness.tokens import new_owner_token
-
-
-@pytest.fixture(autouse=True)
-def no_declarations() -> Iterator[None]:
-    declarations.forget()
-    yield
-    declarations.forget()
-
-
-def declare_both(cron: str = "0 9 * * *") -> None:
-    declarations.declare(declared_tasks.tick, {"cron": cron, "tz": "Europe/Paris", "retries": 2,
-                                               "payload": {"from": "cron"}}, key="tick-cron")
-    declarations.declare(declared_tasks.send_report, {"every": "15m", "timeout": 30}, key="reports-42",
-                         args=[42], kwargs={"dry_run": True})
 
 
 def by_key() -> dict[str, Schedule]:

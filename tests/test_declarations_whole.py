@@ -4,8 +4,6 @@ syncs carries the workers' warnings."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from redis import Redis
 from sqlalchemy import select
@@ -17,21 +15,8 @@ from app.infra.extensions import db, get_redis
 from app.models import Schedule, Workflow
 from app.tasks import declarations
 from harness import declared_tasks
+from harness.declaring import declare_both, no_declarations  # noqa: F401  (no_declarations: autouse here)
 from harness.servers import free_port
-
-
-@pytest.fixture(autouse=True)
-def no_declarations() -> Iterator[None]:
-    declarations.forget()
-    yield
-    declarations.forget()
-
-
-def declare_both(cron: str = "0 9 * * *") -> None:
-    declarations.declare(declared_tasks.tick, {"cron": cron, "tz": "Europe/Paris", "retries": 2,
-                                               "payload": {"from": "cron"}}, key="tick-cron")
-    declarations.declare(declared_tasks.send_report, {"every": "15m", "timeout": 30}, key="reports-42",
-                         args=[42], kwargs={"dry_run": True})
 
 
 def _counts() -> tuple[int, int, int, int]:
