@@ -11,6 +11,7 @@ from typing import Any
 import fakeredis
 import pytest
 from flask import Flask
+from hypothesis import settings
 from redis import Redis
 
 from app import create_app
@@ -23,6 +24,15 @@ from harness.receiver import Receiver
 from harness.servers import LOOPBACK_EGRESS, RedisServer, free_port, print_logs_if_failed
 from harness.stack import Stack
 from harness.tokens import authorized_client, token_for_app
+
+pytest_plugins = ["harness.cpu_report"]  # RECUR_TEST_CPU_REPORT=FILE: each test's CPU seconds
+
+# The property tests draw the same examples on every run (a red CI is then a change, never a draw of the dice,
+# and the suite's time does not depend on one); RECUR_HYPOTHESIS=explore draws new ones each run, to look for
+# what those miss.
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("RECUR_HYPOTHESIS", "repeatable"))
 
 
 class FakeClock:
