@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import logging
 
-from host_metrics import use_host_directory
+from recur.host_metrics import use_host_directory
 
 use_host_directory()  # before app imports prometheus-client
 
-from app import create_app  # noqa: E402
-from app.services.schema import ensure_schema  # noqa: E402
-from app.workers.background import background_process_main, reconcile_once  # noqa: E402
+from recur_server import create_app  # noqa: E402
+from recur_server.services.schema import ensure_schema  # noqa: E402
+from recur_server.workers.background import background_process_main, reconcile_once  # noqa: E402
 
 log = logging.getLogger("recur.background")
 

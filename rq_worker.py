@@ -6,7 +6,7 @@ units, supervisor, rq's options):
     rq worker -w rq_worker.SimpleWorker --url "$REDIS_URL" recur # tasks in the worker process (rq's SimpleWorker)
     python background.py                                         # the background process, started on its own
 
-Each class is the worker `python worker.py` runs (app.workers.worker: the claim before the task, the outcome
+Each class is the worker `python worker.py` runs (recur_server.workers.worker: the claim before the task, the outcome
 recorded and the successor handed off after it, a dying task recorded as a failure, Redis going away outlived),
 inside Recur's app, with worker.py's start: the schema brought up to date, the declarations synced when
 RECUR_SYNC_ON_START asks, a recovery pass. What worker.py runs beside its RQ worker (moving due links,
@@ -20,21 +20,22 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from host_metrics import use_host_directory
+from recur.host_metrics import use_host_directory
 
 use_host_directory()  # before app imports prometheus-client
 
-import app.chain.link  # noqa: E402,F401  (imported once here, not by every work horse)
-from app import create_app  # noqa: E402
-from app.chain import rows  # noqa: E402
-from app.cli.declarations import sync_on_start  # noqa: E402
-from app.infra.extensions import connect_redis, db, get_redis, queue_names  # noqa: E402
-from app.infra.metrics_files import fold_ended  # noqa: E402
-from app.jobs import work_process_died  # noqa: E402
-from app.services.schema import ensure_schema  # noqa: E402
-from app.workers import beats  # noqa: E402
-from app.workers.background import BACKGROUND_SEEN_MS, background_seen, reconcile_once  # noqa: E402
-from app.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
+import recur_server.chain.link  # noqa: E402,F401  (imported once here, not by every work horse)
+from recur_server import create_app  # noqa: E402
+from recur_server.chain import rows  # noqa: E402
+from recur_server.cli.declarations import sync_on_start  # noqa: E402
+from recur_server.infra.extensions import connect_redis, db, get_redis, queue_names  # noqa: E402
+from recur_server.infra.metrics_files import fold_ended  # noqa: E402
+from recur_server.jobs import work_process_died  # noqa: E402
+from recur_server.processes.former_names import answer_to_former_names  # noqa: E402
+from recur_server.services.schema import ensure_schema  # noqa: E402
+from recur_server.workers import beats  # noqa: E402
+from recur_server.workers.background import BACKGROUND_SEEN_MS, background_seen, reconcile_once  # noqa: E402
+from recur_server.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
 
 log = logging.getLogger("recur.rq_worker")
 
@@ -46,7 +47,7 @@ else:
 
 class InRecurApp(_RecurWorker):
     """What worker.py does around its RQ worker, for a worker class `rq worker` builds. Mixed in before one
-    of app.workers.worker' classes.
+    of the classes of recur_server.workers.worker.
 
     The worker takes links through Recur's own Redis client on REDIS_URL (its timeouts, Sentinel, TLS), as
     the claim and the hand-off do: rq's connection (`--url`) only builds the queues' names here, so give rq
@@ -55,6 +56,7 @@ class InRecurApp(_RecurWorker):
     ignored): the background process moves due links, to the second and without RQ's scheduler lock."""
 
     def __init__(self, queues: Any, *args: Any, **kwargs: Any) -> None:
+        answer_to_former_names()  # jobs queued by a version before 0.2.0
         self.recur_app = create_app()
         cluster = queue_names(self.recur_app)
         names = [q if isinstance(q, str) else q.name for q in (queues if isinstance(queues, list | tuple)
@@ -88,7 +90,8 @@ class InRecurApp(_RecurWorker):
         with app.app_context():
             rows.warm_up()
             db.engine.dispose()  # work horses open their own connections
-        # This worker's beat (app.infra.worker_beats): counted alive while it beats, gone at once when it stops.
+        # This worker's beat (recur_server.infra.worker_beats): counted alive while it beats, gone at once when it
+        # stops.
         listens = [name for name in self.queue_names() if name in queue_names(app)]
         beating = beats.start_thread(app, self.name, listens)
         try:

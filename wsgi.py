@@ -1,11 +1,9 @@
-"""WSGI entry point: `gunicorn wsgi:app`."""
+"""WSGI entry point of a checkout: `gunicorn wsgi:app` (where Recur is installed, `recur server`)."""
 
-from host_metrics import use_host_directory
+from recur.host_metrics import use_host_directory
 
-use_host_directory()  # before app imports prometheus-client
+use_host_directory()  # before the server's modules import prometheus-client
 
-from app import create_app  # noqa: E402
-from app.services.schema import ensure_schema  # noqa: E402
+from recur_server.processes.wsgi import app  # noqa: E402
 
-app = create_app()
-ensure_schema(app)
+__all__ = ["app"]

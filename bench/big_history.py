@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import insert, text
 
-from app.infra.extensions import db
-from app.models import Schedule, ScheduleStatus
 from bench.stack import ADMIN_OWNER_ID, RecurEnv
+from recur_server.infra.extensions import db
+from recur_server.models import Schedule, ScheduleStatus
 
 # Each schedule's runs, one every `spacing` seconds, span about four weeks up to the end of the history.
 SPAN_SECONDS = 28 * 86_400

@@ -40,12 +40,12 @@ from redis import Redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from app.chain.link_lookup import IN_HAND_GRACE_SECONDS
-from app.infra.clock import HOST_SKEW_ALLOWANCE_SECONDS
 from bench.chaos_check import check, verdict
 from bench.chaos_faults import Fault, Postgres, inject_faults
 from harness.servers import ROOT, Process, RedisServer, free_port, start_web, start_worker, wait_for
 from harness.tokens import token_for_env
+from recur_server.chain.link_lookup import IN_HAND_GRACE_SECONDS
+from recur_server.infra.clock import HOST_SKEW_ALLOWANCE_SECONDS
 
 
 @dataclass

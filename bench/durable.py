@@ -1,9 +1,11 @@
 """Scenario 1's durable baseline: a bare RQ no-op job that records its own run in the database, an INSERT
 committed when it starts and an UPDATE committed when it ends, the least any scheduler with a durable history
 does. Same database as the Recur rows, same driver and the same connection settings as Recur's engine
-(app/infra/extensions.py): the stdlib sqlite3 through a SQLAlchemy pool (WAL, synchronous=NORMAL, a busy timeout,
+(recur_server/infra/extensions.py): the stdlib sqlite3 through a SQLAlchemy pool (WAL, synchronous=NORMAL, a busy
+timeout,
 BEGIN IMMEDIATE) or psycopg 3 through a SQLAlchemy pool; the statements go straight to the driver's cursor, as
-Recur's link does (app/infra/rawsql.py). Recur's pre-ping of every pooled PostgreSQL connection is left out: it is
+Recur's link does (recur_server/infra/rawsql.py). Recur's pre-ping of every pooled PostgreSQL connection is left out:
+it is
 Recur's resilience, not the least a durable record needs."""
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def _stamp(sqlite: bool) -> Any:
 
 
 def _sqlite_settings(dbapi_connection: Any, _record: Any) -> None:
-    """Recur's SQLite settings (app/infra/extensions.py): transactions opened explicitly, WAL, busy timeout."""
+    """Recur's SQLite settings (recur_server/infra/extensions.py): transactions opened explicitly, WAL, busy timeout."""
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     for pragma in ("journal_mode=WAL", "busy_timeout=30000", "synchronous=NORMAL", "foreign_keys=ON"):

@@ -40,7 +40,7 @@ class Start:
 
 
 def parse(lines: Iterable[str]) -> list[Start]:
-    """Lines `schedule_id repeat retry scheduled_for pid`, as app.tasks.execution_log writes them."""
+    """Lines `schedule_id repeat retry scheduled_for pid`, as recur_server.tasks.execution_log writes them."""
     starts = []
     for line in lines:
         if line.strip():

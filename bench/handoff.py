@@ -17,8 +17,8 @@ from pathlib import Path
 from redis import Redis
 from rq import Queue
 
-from app.chain.redis_links import LinkPlan, put_link
 from bench.stack import Bench
+from recur_server.chain.redis_links import LinkPlan, put_link
 
 BACKLOGS = (0, 3_000, 100_000)
 PUTS = 1_000

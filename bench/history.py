@@ -24,8 +24,6 @@ from prometheus_client import CollectorRegistry, multiprocess
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from app.infra import cursors
-from app.workers.background import PRUNED_KEY
 from bench.big_history import Group, Shape, insert_history, run_id, schedule_id
 from bench.cpu import measure_links
 from bench.lateness import SETUP_SECONDS, steady_due
@@ -33,6 +31,8 @@ from bench.stack import Bench, RecurEnv, utc, web
 from bench.stats import lateness_summary, percentile
 from harness.servers import Process, wait_for
 from harness.tokens import token_for_env
+from recur_server.infra import cursors
+from recur_server.workers.background import PRUNED_KEY
 
 # What a pruning pass keeps in this scenario: a day of runs (the history spans four weeks: most of it goes).
 KEEP_RUNS_DAYS = 1
@@ -285,8 +285,8 @@ def measure_pruning(env: RecurEnv, shape: Shape, end: datetime, spec: dict[str, 
     }
 
 
-CONSOLE_PAGE = 25  # schedules on the console's first page (app.console.views.PAGE)
-CONSOLE_STRIP = 20  # runs in each of their strips (app.console.views.STRIP)
+CONSOLE_PAGE = 25  # schedules on the console's first page (recur_server.console.views.PAGE)
+CONSOLE_STRIP = 20  # runs in each of their strips (recur_server.console.views.STRIP)
 
 
 def recur(bench: Bench, spec: dict[str, Any], workers: int, say: Callable[[str], None]) -> dict[str, Any]:

@@ -29,10 +29,6 @@ from rq import Queue
 from rq.registry import FinishedJobRegistry
 from sqlalchemy import update
 
-from app.infra.config import Settings
-from app.infra.extensions import db
-from app.models import Schedule
-from app.workers.slots import default_concurrency
 from bench.lateness import SETUP_SECONDS, steady_due
 from bench.procfs import resident_mb, with_descendants
 from bench.stack import BASELINE_QUEUE, Bench, RecurEnv, stop_all, utc, wait_workers, web
@@ -41,6 +37,10 @@ from bench.tasks import noop
 from bench.throughput import epoch_of
 from harness.servers import Process, start_worker, wait_for
 from harness.tokens import token_for_env
+from recur_server.infra.config import Settings
+from recur_server.infra.extensions import db
+from recur_server.models import Schedule
+from recur_server.workers.slots import default_concurrency
 
 SLOW_QUEUE = "slow"
 

@@ -18,10 +18,10 @@ from rq import SimpleWorker
 def main() -> None:
     from pyinstrument import Profiler
 
-    from app.chain.mover import Mover
-    from app.infra import clock
-    from app.infra.extensions import db, get_queue, get_redis
     from bench.stack import Bench, utc
+    from recur_server.chain.mover import Mover
+    from recur_server.infra import clock
+    from recur_server.infra.extensions import db, get_queue, get_redis
 
     logging.disable(logging.WARNING)
     args = [a for a in sys.argv[1:] if not a.startswith("-")]

@@ -44,10 +44,10 @@ def _count_redis() -> None:
 
 
 def _count_driver() -> None:
-    """The chain's statements run on the driver (app.infra.rawsql): count them there. On PostgreSQL a
+    """The chain's statements run on the driver (recur_server.infra.rawsql): count them there. On PostgreSQL a
     statement not pipelined waits for its answer; pipelined ones wait once, at the first read of rows after
     them (or the COMMIT). SQLite runs in this process: no round trips."""
-    from app.infra import rawsql
+    from recur_server.infra import rawsql
 
     send, fetch, call = rawsql.Transaction._send, rawsql.Transaction._fetch, rawsql.Transaction._call
     queued: set[int] = set()
@@ -87,12 +87,12 @@ def _count_driver() -> None:
 def main() -> None:
     from sqlalchemy import event
 
-    from app.chain.mover import Mover
-    from app.infra import clock
-    from app.infra.extensions import db, get_queue, get_redis
-    from app.workers.pool import Limits
-    from app.workers.worker import RecurPoolWorker, RecurSimpleWorker
     from bench.stack import Bench, utc
+    from recur_server.chain.mover import Mover
+    from recur_server.infra import clock
+    from recur_server.infra.extensions import db, get_queue, get_redis
+    from recur_server.workers.pool import Limits
+    from recur_server.workers.worker import RecurPoolWorker, RecurSimpleWorker
 
     logging.disable(logging.WARNING)
     database = sys.argv[sys.argv.index("--db") + 1] if "--db" in sys.argv else "sqlite"

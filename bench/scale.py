@@ -15,13 +15,13 @@ from rq import Queue
 from rq.registry import ScheduledJobRegistry
 from sqlalchemy import select
 
-from app.chain.ids import link_id
-from app.chain.mover import Mover
-from app.infra.extensions import db
-from app.models import Schedule, ScheduleStatus
-from app.workers.background import reconcile_once
 from bench.stack import BASELINE_QUEUE, Bench, utc
 from bench.tasks import noop
+from recur_server.chain.ids import link_id
+from recur_server.chain.mover import Mover
+from recur_server.infra.extensions import db
+from recur_server.models import Schedule, ScheduleStatus
+from recur_server.workers.background import reconcile_once
 
 
 def _used_memory(redis: Any) -> int:
@@ -73,7 +73,7 @@ def _pass_beside_backlog(env: Any, redis: Any, after_all_due: Any) -> dict[str, 
     """Every link moved onto the queue, then a pass a minute later: each link is queued long ago (past
     the in-hand grace), so only the queue list itself says it is pending. A pass that searched the list
     once per link would be quadratic here."""
-    from app.services.reconcile import reconcile
+    from recur_server.services.reconcile import reconcile
 
     queue = Queue("recur", connection=redis)
     queued = Mover(redis, queue).move_due(after_all_due)

@@ -24,13 +24,13 @@ from rq import Worker
 from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import Engine, make_url
 
-from app import create_app
-from app.infra.config import Settings
-from app.infra.extensions import db
-from app.models import Schedule, ScheduleStatus, Workflow
-from app.services.schema import ensure_schema
-from app.workers.slots import default_concurrency
 from harness.servers import Process, RedisServer, free_port, start_web, start_worker, wait_for
+from recur_server import create_app
+from recur_server.infra.config import Settings
+from recur_server.infra.extensions import db
+from recur_server.models import Schedule, ScheduleStatus, Workflow
+from recur_server.services.schema import ensure_schema
+from recur_server.workers.slots import default_concurrency
 
 BASELINE_QUEUE = "bench"
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,8 +188,8 @@ class RecurEnv:
                 db.session.commit()
 
     def reconcile(self) -> dict[str, Any]:
-        from app.infra import clock
-        from app.services.reconcile import reconcile
+        from recur_server.infra import clock
+        from recur_server.services.reconcile import reconcile
 
         with self.context():
             started = time.monotonic()

@@ -11,10 +11,10 @@ from rq import SimpleWorker
 from rq.registry import ScheduledJobRegistry
 from sqlalchemy import select
 
-from app.chain.mover import Mover
-from app.infra.extensions import db, get_queue, get_redis
-from app.models import Run, Schedule, Workflow
-from app.services import schedules
+from recur_server.chain.mover import Mover
+from recur_server.infra.extensions import db, get_queue, get_redis
+from recur_server.models import Run, Schedule, Workflow
+from recur_server.services import schedules
 
 
 def make_workflow(task: str = "builtin.noop") -> int:

@@ -23,9 +23,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 
-from app import create_app
-from app.infra.extensions import db
-from app.services.schema import ensure_schema
+from recur_server import create_app
+from recur_server.infra.extensions import db
+from recur_server.services.schema import ensure_schema
 
 
 def migrate(url: str) -> None:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.tasks import declarations
 from harness import declared_tasks
+from recur_server.tasks import declarations
 
 
 @pytest.fixture(autouse=True)

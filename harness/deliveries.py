@@ -8,9 +8,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.infra.extensions import db
-from app.notify import outbox
-from app.notify.models import Delivery
+from recur_server.infra.extensions import db
+from recur_server.notify import outbox
+from recur_server.notify.models import Delivery
 
 
 def pending_delivery(client: Any, url: str, created_ago: timedelta = timedelta(0)) -> int:

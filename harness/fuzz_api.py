@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 
 from hypothesis import HealthCheck, settings
 
-from app.infra.extensions import db
+from recur_server.infra.extensions import db
 
 EXAMPLES = int(os.environ.get("RECUR_FUZZ_EXAMPLES") or 0)
 
@@ -40,11 +40,11 @@ class Failures:
         self._handler = _Collect(self._exceptions)
 
     def __enter__(self) -> Failures:
-        logging.getLogger("app.api.errors").addHandler(self._handler)
+        logging.getLogger("recur_server.api.errors").addHandler(self._handler)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        logging.getLogger("app.api.errors").removeHandler(self._handler)
+        logging.getLogger("recur_server.api.errors").removeHandler(self._handler)
 
     def check(self, route: str, response: Any, sent: str) -> None:
         # In production each request ends its app context and with it the database session; the test

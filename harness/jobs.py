@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from app.tasks import TaskEvent, task
+from recur_server.tasks import TaskEvent, task
 
 
 @task("tests.die")

@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import event
 
-from app.infra.extensions import db
-from app.services.queries import TOTAL_CAP
+from recur_server.infra.extensions import db
+from recur_server.services.queries import TOTAL_CAP
 
 Captured = list[tuple[str, Any]]
 

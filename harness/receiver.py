@@ -1,7 +1,7 @@
 """Real HTTP receivers for webhook tests, on free loopback ports: `Receiver` records what it is sent, can
 answer 500 to its first requests, and can be stopped and started again on the same port; it checks nothing
 itself: tests verify signatures with verify() below, written here from the Standard Webhooks specification,
-independently of app.notify.signing. `HangingReceiver` never answers and `TricklingReceiver` answers a byte at
+independently of recur_server.notify.signing. `HangingReceiver` never answers and `TricklingReceiver` answers a byte at
 a time."""
 
 from __future__ import annotations

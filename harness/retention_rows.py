@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select
 
-from app.infra.extensions import db
-from app.models import Run, Schedule, Workflow
-from app.notify.models import Delivery, DeliveryAttempt, Event
+from recur_server.infra.extensions import db
+from recur_server.models import Run, Schedule, Workflow
+from recur_server.notify.models import Delivery, DeliveryAttempt, Event
 
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 

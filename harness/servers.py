@@ -248,10 +248,10 @@ def start_worker(env: dict[str, str], log_path: Path, *extra: str, new_session: 
 
 
 def flask_command(env: dict[str, str], *args: str) -> str:
-    """Run `flask --app app:create_app ARGS` as a user would, against `env`'s database; returns its output."""
+    """Run `flask --app recur_server:create_app ARGS` as a user would, against `env`'s database; returns its output."""
     import os
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "flask", "--app", "app:create_app", *args], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "flask", "--app", "recur_server:create_app", *args], cwd=ROOT,
                           env={**os.environ, **env}, check=True, capture_output=True, text=True, timeout=120)
     return done.stdout

@@ -11,10 +11,10 @@ from harness.servers import flask_command
 def token_for_app(app: Any, name: str = "tests") -> str:
     """A new token of the first admin, issued in this process on `app`'s database as `flask tokens create
     admin` issues it; shown once, as there."""
-    from app.auth.models import Owner
-    from app.auth.tokens import issue
-    from app.infra.clock import utcnow
-    from app.infra.extensions import db
+    from recur_server.auth.models import Owner
+    from recur_server.auth.tokens import issue
+    from recur_server.infra.clock import utcnow
+    from recur_server.infra.extensions import db
 
     with app.app_context():
         admin = db.session.get(Owner, 1)
@@ -29,9 +29,9 @@ def token_for_env(env: dict[str, str]) -> str:
     brought up to date and the token issued in this process, as `flask init-db` and `flask tokens create
     admin` do. Each of those commands is a Python process that imports the whole app, seconds per test on a
     loaded machine; that they work as the README says is checked once (token_from_cli's test)."""
-    from app import create_app
-    from app.infra.extensions import db
-    from app.services.schema import ensure_schema
+    from recur_server import create_app
+    from recur_server.infra.extensions import db
+    from recur_server.services.schema import ensure_schema
 
     app = create_app({"DATABASE_URL": env["DATABASE_URL"], "REDIS_URL": env.get("REDIS_URL", "redis://unused")})
     ensure_schema(app)
@@ -60,10 +60,10 @@ def authorized_client(app: Any, token: str) -> Any:
 def new_owner_token(app: Any, name: str, admin: bool = False) -> str:
     """The first token of a new owner named `name` (an admin with `admin`), made in `app`'s database; call it
     inside the app's context."""
-    from app.auth.models import Owner
-    from app.auth.tokens import issue
-    from app.infra import clock
-    from app.infra.extensions import db
+    from recur_server.auth.models import Owner
+    from recur_server.auth.tokens import issue
+    from recur_server.infra import clock
+    from recur_server.infra.extensions import db
 
     owner = Owner(name=name, is_admin=admin, created_at=clock.utcnow())
     db.session.add(owner)

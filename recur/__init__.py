@@ -24,16 +24,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from app.tasks.context import NoRunContext, RunContext, context
-    from app.tasks.declarations import Declaration, DeclarationError
-    from app.tasks.registry import TaskEvent
     from recur.declare import after, at, cron, every, register, rrule, schedule, task
     from recur_client import ApiError, Client
+    from recur_server.tasks.context import NoRunContext, RunContext, context
+    from recur_server.tasks.declarations import Declaration, DeclarationError
+    from recur_server.tasks.registry import TaskEvent
 
 _WHERE = {
-    "NoRunContext": "app.tasks.context", "RunContext": "app.tasks.context", "context": "app.tasks.context",
-    "Declaration": "app.tasks.declarations", "DeclarationError": "app.tasks.declarations",
-    "TaskEvent": "app.tasks.registry",
+    **dict.fromkeys(("NoRunContext", "RunContext", "context"), "recur_server.tasks.context"),
+    "Declaration": "recur_server.tasks.declarations", "DeclarationError": "recur_server.tasks.declarations",
+    "TaskEvent": "recur_server.tasks.registry",
     **dict.fromkeys(("after", "at", "cron", "every", "register", "rrule", "schedule", "task"), "recur.declare"),
     "ApiError": "recur_client", "Client": "recur_client",
 }

@@ -3,7 +3,7 @@ decorators (`every`, `cron`, `rrule`, `at`, `after`) that declare one schedule o
 
 Every option is an API field of a schedule (or of its workflow: queue, max_concurrent_runs,
 concurrency_policy, breaker_threshold, breaker_reset_seconds), under the API's name or a short alias
-(`tz`, `retries`, `timeout`, `payload`, ...: app.tasks.declarations.ALIASES). Values are checked by the API's
+(`tz`, `retries`, `timeout`, `payload`, ...: recur_server.tasks.declarations.ALIASES). Values are checked by the API's
 own schemas when sync reads them, so a declaration is refused exactly as the same POST would be.
 `follows=` (the API's `after`) takes a key, or a declared function: `schedule(load, every="3650d",
 follows=extract)` also runs `load` each time a run of `extract` succeeds.
@@ -16,8 +16,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, overload
 
-from app.tasks import declarations as declared
-from app.tasks.registry import task as register_task
+from recur_server.tasks import declarations as declared
+from recur_server.tasks.registry import task as register_task
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -16,6 +16,7 @@ from recur_cli.events import events
 from recur_cli.explain import register as register_explain
 from recur_cli.imports import import_group
 from recur_cli.owners import me, owners
+from recur_cli.processes import manage, server, worker
 from recur_cli.runs import runs
 from recur_cli.schedules import schedules
 from recur_cli.tokens import tokens
@@ -53,6 +54,9 @@ cli.add_command(me)
 cli.add_command(apply)
 cli.add_command(import_group)
 cli.add_command(calendars)
+cli.add_command(server)
+cli.add_command(worker)
+cli.add_command(manage)
 
 
 @cli.group("tasks")
@@ -95,7 +99,8 @@ def _show_health(answer: dict[str, Any]) -> None:
     if current().json:
         output.emit_json(answer)
         return
-    output.fields({"status": answer.get("status"), "database": answer.get("database"), "redis": answer.get("redis"),
+    output.fields({"status": answer.get("status"), "version": answer.get("version"),
+                   "database": answer.get("database"), "redis": answer.get("redis"),
                    "workers": ", ".join(f"{queue} {count}" for queue, count in (answer.get("workers") or {}).items())
                    or "none alive"})
     if answer.get("queues_without_workers"):

@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 
 def iso(instant: datetime) -> str:
     """An instant as the API takes and answers it: UTC ISO 8601 with a Z, e.g. "2026-12-01T08:00:00Z" (the
-    server's own copy is app.timing.iso: this package never imports the server)."""
+    server's own copy is recur_server.timing.iso: this package never imports the server)."""
     return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 

@@ -14,16 +14,16 @@ from flask import Flask
 from hypothesis import settings
 from redis import Redis
 
-from app import create_app
-from app.infra import clock
-from app.infra.extensions import db
-from app.services.schema import ensure_schema
 from harness.databases import PostgresDatabases, SqliteDatabases
 from harness.pgcluster import POSTGRES_BIN, PgServer, single_server
 from harness.receiver import Receiver
 from harness.servers import LOOPBACK_EGRESS, RedisServer, free_port, print_logs_if_failed
 from harness.stack import Stack
 from harness.tokens import authorized_client, token_for_app
+from recur_server import create_app
+from recur_server.infra import clock
+from recur_server.infra.extensions import db
+from recur_server.services.schema import ensure_schema
 
 pytest_plugins = ["harness.cpu_report"]  # RECUR_TEST_CPU_REPORT=FILE: each test's CPU seconds
 
@@ -36,7 +36,7 @@ settings.load_profile(os.environ.get("RECUR_HYPOTHESIS", "repeatable"))
 
 
 class FakeClock:
-    """Stands in for app.infra.clock's wall clock so chain tests can step through time."""
+    """Stands in for recur_server.infra.clock's wall clock so chain tests can step through time."""
 
     def __init__(self, start: datetime) -> None:
         self.now = start
@@ -138,7 +138,7 @@ def _make_app(database_url: str, redis: Redis, redis_url: str) -> Flask:
         "RECUR_TASK_MODULES": ["harness.jobs"],
         **LOOPBACK_EGRESS,
     })
-    from app.tasks import load_task_modules
+    from recur_server.tasks import load_task_modules
 
     load_task_modules(["harness.jobs"])
     app.extensions["recur.redis"] = redis

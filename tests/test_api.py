@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.chain.ids import link_id
 from harness.chain_driver import scheduled_ids
+from recur_server.chain.ids import link_id
 
 
 def _workflow(client, task="builtin.noop"):
@@ -162,8 +162,8 @@ def test_no_body_gets_a_500(client, body):
 
 
 def test_health_reports_both_stores_and_reconciler_totals(app, client):
-    from app.infra.extensions import db
-    from app.workers.background import reconcile_once
+    from recur_server.infra.extensions import db
+    from recur_server.workers.background import reconcile_once
 
     _schedule(client)
     db.session.rollback()  # end the test's own transaction: the pass runs in an app context of its own

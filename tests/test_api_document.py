@@ -1,4 +1,4 @@
-"""What app/api/blueprint.py writes into every operation of the OpenAPI document through two private names of
+"""What recur_server/api/blueprint.py writes into every operation of the OpenAPI document through two private names of
 flask-smorest (pyproject.toml pins it to one minor version for them): `Blueprint._prepare_doc_cbks`, the
 callbacks each operation's doc goes through (where the error statuses are added), and a view function's
 `_apidoc["manual_doc"]`, where `@blp.doc` keeps what it is given (where operationId and security are set).
@@ -14,8 +14,8 @@ from flask import Flask
 from flask.views import MethodView
 from flask_smorest import Api, Blueprint
 
-from app.api.authentication import OPEN_ENDPOINTS
-from app.api.blueprint import ALWAYS
+from recur_server.api.authentication import OPEN_ENDPOINTS
+from recur_server.api.blueprint import ALWAYS
 
 
 def test_a_doc_callback_gets_each_operation_and_its_doc_info_and_the_manual_doc_is_merged_after_it() -> None:

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import update
 
-from app.chain.ids import link_id
-from app.infra.extensions import db
-from app.models import Schedule
 from harness.chain_driver import fresh, make_schedule, scheduled_ids, step
+from recur_server.chain.ids import link_id
+from recur_server.infra.extensions import db
+from recur_server.models import Schedule
 
 
 def _workflow(client):
@@ -213,7 +213,7 @@ def test_a_body_over_the_limit_is_413_in_the_error_shape(app, client):
 
 
 def test_the_body_limit_comes_from_the_environment(monkeypatch):
-    from app.infra.config import Settings
+    from recur_server.infra.config import Settings
 
     monkeypatch.setenv("RECUR_MAX_BODY_BYTES", "2048")
     monkeypatch.setenv("RECUR_MAX_PAYLOAD_BYTES", "1024")
@@ -290,7 +290,7 @@ def test_patch_total_repeats_of_a_paused_schedule_at_its_run_count_makes_it_done
 def test_a_breakers_answer_lists_its_newest_hundred_transitions_oldest_first(app, client):
     from datetime import timedelta
 
-    from app.models import BreakerTransition
+    from recur_server.models import BreakerTransition
 
     workflow_id = _workflow(client)
     start = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Each item view reads its object once: the scoped lookup (app.auth.scope) finds it, and the same row is what
+"""Each item view reads its object once: the scoped lookup (recur_server.auth.scope) finds it, and the same row is what
 the service changes and what the answer shows. Counted as the SELECTs that name the object's table."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from app.infra.extensions import db
 from harness.plans import Statements
+from recur_server.infra.extensions import db
 
 UNKNOWN = "00000000-0000-0000-0000-000000000000"
 

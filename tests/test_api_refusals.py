@@ -1,4 +1,4 @@
-"""The services' refusals are answered in one place (app.api.errors.REFUSALS): every exception class a service
+"""The services' refusals are answered in one place (recur_server.api.errors.REFUSALS): every exception class a service
 defines has its answer there, and a view that meets one answers it without a catch of its own."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import pkgutil
 
 from sqlalchemy import select
 
-import app.services
-from app.api.errors import REFUSALS
-from app.infra.extensions import db
-from app.notify import redelivery
-from app.notify.models import Delivery
-from app.services import follow
+import recur_server.services
 from harness.deliveries import pending_delivery
+from recur_server.api.errors import REFUSALS
+from recur_server.infra.extensions import db
+from recur_server.notify import redelivery
+from recur_server.notify.models import Delivery
+from recur_server.services import follow
 
 # Refused inside the services and never let out of them: schedules turns an `after` refused into Invalid.
 KEPT_INSIDE = {follow.AfterRefused}
@@ -23,11 +23,11 @@ KEPT_INSIDE = {follow.AfterRefused}
 
 def test_every_exception_a_service_defines_has_its_answer() -> None:
     defined = set()
-    for module in pkgutil.walk_packages(app.services.__path__, "app.services."):
+    for module in pkgutil.walk_packages(recur_server.services.__path__, "recur_server.services."):
         for _, cls in inspect.getmembers(importlib.import_module(module.name), inspect.isclass):
             if issubclass(cls, Exception) and cls.__module__ == module.name:
                 defined.add(cls)
-    assert defined, "no exception class found in app/services"
+    assert defined, "no exception class found in recur_server/services"
     assert {f"{cls.__module__}.{cls.__qualname__}" for cls in defined - KEPT_INSIDE - set(REFUSALS)} == set()
 
 
@@ -38,7 +38,7 @@ def test_a_delivery_whose_event_was_pruned_is_a_409_naming_both(app, client, mon
     webhook_id, event_id = row.webhook_id, row.event_id
 
     def pruned_meanwhile(delivery: Delivery, by: str, now: object) -> Delivery:
-        db.session.rollback()  # as app.notify.redelivery does when the event is gone
+        db.session.rollback()  # as recur_server.notify.redelivery does when the event is gone
         raise redelivery.EventGone(event_id)
 
     monkeypatch.setattr(redelivery, "redeliver", pruned_meanwhile)

@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from app.calendars.models import Calendar
-from app.infra.extensions import db, get_redis
-from app.models import Schedule, Workflow
-from app.notify.models import Webhook
+from recur_server.calendars.models import Calendar
+from recur_server.infra.extensions import db, get_redis
+from recur_server.models import Schedule, Workflow
+from recur_server.notify.models import Webhook
 
 
 def counts() -> dict[str, int]:

@@ -10,13 +10,13 @@ from redis import Redis
 from rq import SimpleWorker
 from sqlalchemy import func, select
 
-from app.infra.extensions import connect_redis, db, get_queue, get_redis
-from app.models import Backfill, Run
-from app.services.outside_runs.backfills import backfill_run_id, continue_backfill, start_backfill
-from app.services.reconcile import reconcile
 from harness.chain_driver import make_schedule
 from harness.servers import free_port
 from harness.tokens import authorized_client, token_for_app
+from recur_server.infra.extensions import connect_redis, db, get_queue, get_redis
+from recur_server.models import Backfill, Run
+from recur_server.services.outside_runs.backfills import backfill_run_id, continue_backfill, start_backfill
+from recur_server.services.reconcile import reconcile
 
 HOUR = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.infra.extensions import get_redis
-from app.services.reconcile_stats import read_stats
-from app.workers.background import RECONCILE_LOCK, RECONCILED_KEY, reconcile_once
 from harness.chain_driver import make_schedule, scheduled_ids
+from recur_server.infra.extensions import get_redis
+from recur_server.services.reconcile_stats import read_stats
+from recur_server.workers.background import RECONCILE_LOCK, RECONCILED_KEY, reconcile_once
 
 
 def _passes(app) -> int:  # type: ignore[no-untyped-def]

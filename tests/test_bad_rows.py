@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from app.chain.ids import link_id
-from app.infra.extensions import db, get_queue, get_redis
-from app.models import RunStatus, ScheduleStatus
-from app.services.reconcile import reconcile
-from app.workers import background
-from app.workers.background import run_background
 from harness.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids, step
 from harness.servers import wait_for
 from harness.tokens import authorized_client, token_for_app
+from recur_server.chain.ids import link_id
+from recur_server.infra.extensions import db, get_queue, get_redis
+from recur_server.models import RunStatus, ScheduleStatus
+from recur_server.services.reconcile import reconcile
+from recur_server.workers import background
+from recur_server.workers.background import run_background
 
 
 def _corrupt(schedule_id: str, **columns: Any) -> None:

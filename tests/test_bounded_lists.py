@@ -11,14 +11,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select, text
 
-from app.auth.models import OwnerEvent, ScheduleEvent
-from app.infra.extensions import db
-from app.models import Backfill, Schedule, Workflow
-from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
-from app.services.queries import MAX_OFFSET, TOTAL_CAP
 from harness.console_signin import HTTPS, signed_in_browser
 from harness.plans import assert_bounded, postgres_rows_read, reading, sqlite_plan
 from harness.tokens import token_for_app
+from recur_server.auth.models import OwnerEvent, ScheduleEvent
+from recur_server.infra.extensions import db
+from recur_server.models import Backfill, Schedule, Workflow
+from recur_server.notify.models import Delivery, DeliveryAttempt, Event, Webhook
+from recur_server.services.queries import MAX_OFFSET, TOTAL_CAP
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 LONG = TOTAL_CAP + 10_000  # beyond the cap, so every total is capped and a cursor goes deeper than an offset

@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from app.infra import cursors
-from app.infra.extensions import db
-from app.models import Run
-from app.services.history import STATS_WINDOW
-from app.services.queries import MAX_RUN_OFFSET, TOTAL_CAP
 from harness.console_signin import HTTPS, signed_in_browser
 from harness.plans import assert_bounded, reading
 from harness.tokens import token_for_app
+from recur_server.infra import cursors
+from recur_server.infra.extensions import db
+from recur_server.models import Run
+from recur_server.services.history import STATS_WINDOW
+from recur_server.services.queries import MAX_RUN_OFFSET, TOTAL_CAP
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -12,9 +12,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from app import timing
-from app.timing.recurrence import RRuleTiming
-from app.timing.rrulecheck import check_reachable
+from recur_server import timing
+from recur_server.timing.recurrence import RRuleTiming
+from recur_server.timing.rrulecheck import check_reachable
 
 # DTSTART is the creation instant by default: the fake clock below makes it a Tuesday at 12:00:01 UTC.
 TUESDAY_NOON = datetime(2026, 3, 3, 12, 0, 0, 250000, tzinfo=UTC)

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.chain.ids import link_id
 from harness.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids, step
+from recur_server.chain.ids import link_id
 
 
 def _workflow(client):
@@ -138,7 +138,7 @@ def test_cron_ticks_run_on_their_minutes(app, fake_clock):
 
 
 def test_jitter_delays_the_link_but_the_run_keeps_its_nominal_time(app, fake_clock):
-    from app import timing
+    from recur_server import timing
 
     fake_clock.set(datetime(2026, 6, 1, 12, 0, 30, tzinfo=UTC))
     schedule = make_schedule(fake_clock.now, cron="*/5 * * * *", jitter_seconds=120)

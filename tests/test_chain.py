@@ -7,14 +7,14 @@ from datetime import timedelta
 
 from rq.job import Job
 
-from app.chain.ids import link_id
-from app.chain.leases import lease_key
-from app.chain.mover import Mover
-from app.chain.redis_links import LINK_FUNC, LinkPlan, put_links
-from app.infra.extensions import get_queue, get_redis
-from app.models import RunStatus, ScheduleStatus
-from app.services.reconcile import reconcile
 from harness.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids, step
+from recur_server.chain.ids import link_id
+from recur_server.chain.leases import lease_key
+from recur_server.chain.mover import Mover
+from recur_server.chain.redis_links import LINK_FUNC, LinkPlan, put_links
+from recur_server.infra.extensions import get_queue, get_redis
+from recur_server.models import RunStatus, ScheduleStatus
+from recur_server.services.reconcile import reconcile
 
 
 def test_interval_schedule_runs_to_done_with_fixed_rate(chain_app, fake_clock):
@@ -155,7 +155,7 @@ def test_recovery_recreates_lost_link_once_and_overdue_fires_promptly(chain_app,
 
 
 def test_lost_run_is_written_off_and_retried(chain_app, fake_clock):
-    from app.chain.claim import claim_tick
+    from recur_server.chain.claim import claim_tick
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     due = next_due(chain_app)
@@ -182,11 +182,11 @@ def test_a_finish_is_three_statements_and_still_counts_for_its_workflows_breaker
     Counted on the chain's driver; the outbox's lookup of webhooks, which it caches, is left out."""
     from sqlalchemy import update
 
-    from app.chain.claim import Claim, claim_tick
-    from app.chain.finish import finish_run
-    from app.infra import rawsql
-    from app.infra.extensions import db
-    from app.models import Workflow
+    from recur_server.chain.claim import Claim, claim_tick
+    from recur_server.chain.finish import finish_run
+    from recur_server.infra import rawsql
+    from recur_server.infra.extensions import db
+    from recur_server.models import Workflow
 
     sent: list[str] = []
     send = rawsql.Transaction._send
@@ -215,9 +215,9 @@ def test_a_finish_is_three_statements_and_still_counts_for_its_workflows_breaker
 def test_warm_up_runs_the_hot_path_and_changes_nothing(chain_app, fake_clock):
     from sqlalchemy import func, select
 
-    from app.chain import rows
-    from app.infra.extensions import db
-    from app.models import Run, Schedule
+    from recur_server.chain import rows
+    from recur_server.infra.extensions import db
+    from recur_server.models import Run, Schedule
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     before = fresh(schedule.id)
@@ -240,9 +240,9 @@ def test_a_claim_that_fails_half_way_leaves_nothing_written(chain_app, fake_cloc
     import pytest
     from sqlalchemy.exc import IntegrityError
 
-    from app.chain.claim import claim_tick
-    from app.infra.extensions import db
-    from app.models import Run
+    from recur_server.chain.claim import claim_tick
+    from recur_server.infra.extensions import db
+    from recur_server.models import Run
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     nominal = fresh(schedule.id).next_run_at

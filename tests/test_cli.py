@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from app.chain.ids import link_id
-from app.infra.extensions import get_redis
-from app.services.reconcile_stats import read_stats
-from app.workers.background import RECONCILE_LOCK
 from harness.chain_driver import make_schedule, scheduled_ids
+from recur_server.chain.ids import link_id
+from recur_server.infra.extensions import get_redis
+from recur_server.services.reconcile_stats import read_stats
+from recur_server.workers.background import RECONCILE_LOCK
 
 
 def test_recover_runs_no_pass_while_another_process_reconciles(real_app, fake_clock):

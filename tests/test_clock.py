@@ -1,6 +1,6 @@
 """One clock decides: on a host whose own wall clock is off, every decision is still made on Redis's clock.
 
-The host's clock is shifted by replacing the `datetime` app.infra.clock reads it through; Redis (a real
+The host's clock is shifted by replacing the `datetime` recur_server.infra.clock reads it through; Redis (a real
 redis-server) keeps the true time, as the one clock every process shares.
 """
 
@@ -15,19 +15,19 @@ from flask import Flask
 from redis import Redis
 from rq import SimpleWorker
 
-from app.chain.claim import claim_tick
-from app.chain.leases import EPOCH_KEY
-from app.chain.mover import Mover
-from app.infra import clock
-from app.infra.extensions import connect_redis, db, get_queue, get_redis
-from app.workers.background import reconcile_once
 from harness.chain_driver import fresh, make_schedule, runs_of, scheduled_ids
 from harness.servers import free_port
 from harness.tokens import authorized_client, token_for_app
+from recur_server.chain.claim import claim_tick
+from recur_server.chain.leases import EPOCH_KEY
+from recur_server.chain.mover import Mover
+from recur_server.infra import clock
+from recur_server.infra.extensions import connect_redis, db, get_queue, get_redis
+from recur_server.workers.background import reconcile_once
 
 
 def shift_host_clock(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
-    """This host's wall clock, as app.infra.clock sees it, is `seconds` off (negative: behind)."""
+    """This host's wall clock, as recur_server.infra.clock sees it, is `seconds` off (negative: behind)."""
     offset = timedelta(seconds=seconds)
 
     class ShiftedDatetime(datetime):

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from redis import Redis
 
-from app.workers.background import RECONCILE_LOCK
 from harness.servers import Process, RedisServer, start_worker, wait_for
 from harness.stack import parse_instant, serve_api
+from recur_server.workers.background import RECONCILE_LOCK
 
 pytestmark = pytest.mark.integration
 

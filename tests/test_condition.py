@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.policies.condition import condition
+from recur_server.policies.condition import condition
 
 
 @pytest.mark.parametrize(("status", "health", "breaker", "last", "badge", "problems"), [

@@ -1,4 +1,4 @@
-"""Settings: each declared once (app.infra.config.Settings), read from the environment, exported to the app."""
+"""Settings: each declared once (recur_server.infra.config.Settings), read from the environment, exported to the app."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import fields
 
 import pytest
 
-from app.infra.config import INSTANCE_DIR, SettingError, Settings, flask_config
+from recur_server.infra.config import INSTANCE_DIR, SettingError, Settings, flask_config
 
 # Every environment variable Recur reads, with its default: renaming one, or changing a default, breaks
 # deployments that set or rely on it.

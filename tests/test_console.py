@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.infra import clock
-from app.infra.extensions import db
 from harness.console_signin import HTTPS, console_browser, csrf_of, signed_in_browser
 from harness.tokens import new_owner_token, token_for_app
+from recur_server.infra import clock
+from recur_server.infra.extensions import db
 
 
 def _page_csrf(browser, path: str) -> str:  # type: ignore[no-untyped-def]
@@ -16,7 +16,7 @@ def _page_csrf(browser, path: str) -> str:  # type: ignore[no-untyped-def]
 
 
 def _workflow(app, owner_id: int = 1) -> int:  # type: ignore[no-untyped-def]
-    from app.models import Workflow
+    from recur_server.models import Workflow
 
     workflow = Workflow(name="reports", task="builtin.noop", owner_id=owner_id, created_at=clock.utcnow())
     db.session.add(workflow)
@@ -44,7 +44,7 @@ def test_signing_in_sets_a_secure_session_without_the_token(app):
 
 
 def test_a_revoked_token_signs_the_console_out(app):
-    from app.auth.models import ApiToken
+    from recur_server.auth.models import ApiToken
 
     token = token_for_app(app)
     browser = signed_in_browser(app, token)
@@ -93,7 +93,7 @@ def test_the_form_creates_with_the_apis_rules_and_shows_errors_by_field(app):
     assert "<svg" in page
 
     schedule_id = made.headers["Location"].rsplit("/", 1)[-1]
-    from app.models import Schedule
+    from recur_server.models import Schedule
 
     revision = db.session.get(Schedule, schedule_id).revision
     renamed = browser.post(f"/schedules/{schedule_id}/edit", base_url=HTTPS, data={
@@ -134,8 +134,8 @@ def test_the_api_opens_no_session_so_redis_being_down_is_still_a_503(database_ur
     """The console's signing key may live in Redis: the API must not need it (health answers 503, not 500)."""
     from redis import Redis
 
-    from app import create_app
-    from app.services.schema import ensure_schema
+    from recur_server import create_app
+    from recur_server.services.schema import ensure_schema
 
     app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     app.extensions["recur.redis"] = Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)
@@ -156,10 +156,10 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
     from rq import Worker
     from rq.job import Job
 
-    from app.infra import worker_beats
-    from app.infra.extensions import get_queue, get_redis
-    from app.workers.background import reconcile_once
     from harness.chain_driver import make_schedule, scheduled_ids
+    from recur_server.infra import worker_beats
+    from recur_server.infra.extensions import get_queue, get_redis
+    from recur_server.workers.background import reconcile_once
 
     schedule = make_schedule(clock.utcnow(), interval_seconds=3600)  # owner 1, the admin
     [link] = scheduled_ids(app)
@@ -167,7 +167,7 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
     worker = Worker([get_queue(app)], connection=get_redis(app), name="recur-db-host-secret-7.internal-4242")
     worker.register_birth()
     worker.prepare_execution(Job.fetch(link, connection=get_redis(app)))
-    # its worker process beats (app.infra.worker_beats): live, so its slot is shown as RQ has it
+    # its worker process beats (recur_server.infra.worker_beats): live, so its slot is shown as RQ has it
     worker_beats.beat(get_redis(app), worker.name, "db-host-secret-7.internal", 4242, ["recur"],
                       clock.utcnow().timestamp())
     assert reconcile_once(app) is not None  # the reconciler's totals exist
@@ -183,7 +183,7 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
 def test_a_late_schedule_on_an_open_breaker_is_shown_as_such_not_as_active(app, client):
     from sqlalchemy import update
 
-    from app.models import Schedule, Workflow
+    from recur_server.models import Schedule, Workflow
 
     browser = signed_in_browser(app, token_for_app(app))
     workflow = client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop",

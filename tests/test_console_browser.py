@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.workers.slots import default_concurrency
 from harness.screenshots import save_screenshot
 from harness.servers import wait_for
+from recur_server.workers.slots import default_concurrency
 
 pytestmark = pytest.mark.integration
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.infra.extensions import db
-from app.models import Schedule
 from harness.console_signin import HTTPS, csrf_of, signed_in_browser
 from harness.tokens import new_owner_token, token_for_app
+from recur_server.infra.extensions import db
+from recur_server.models import Schedule
 
 
 def _post(browser, path: str, data: dict[str, str]):  # type: ignore[no-untyped-def]

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from app.infra import clock
-from app.infra.extensions import db
 from harness.console_signin import HTTPS, csrf_of, signed_in_browser
 from harness.tokens import new_owner_token, token_for_app
+from recur_server.infra import clock
+from recur_server.infra.extensions import db
 
 
 def _csrf(browser, path: str = "/schedules") -> str:  # type: ignore[no-untyped-def]
@@ -32,7 +32,7 @@ def _schedule(client, name: str = "nightly", **fields: object) -> str:  # type: 
 
 
 def test_the_form_sets_and_clears_every_policy_and_shows_errors_beside_the_field(app, client):
-    from app.models import Schedule
+    from recur_server.models import Schedule
 
     schedule_id = _schedule(client)
     browser = signed_in_browser(app, token_for_app(app))
@@ -69,7 +69,7 @@ def test_the_form_sets_and_clears_every_policy_and_shows_errors_beside_the_field
 def test_workflow_edit_with_limits_and_breaker_settings_and_a_reset_recorded_by_name(app, client):
     from sqlalchemy import update
 
-    from app.models import BreakerTransition, Workflow
+    from recur_server.models import BreakerTransition, Workflow
 
     workflow = client.post("/api/v1/workflows/", json={"name": "reports", "task": "builtin.noop"}).json["id"]
     browser = signed_in_browser(app, token_for_app(app, "laptop"))
@@ -112,8 +112,8 @@ def test_workflow_edit_with_limits_and_breaker_settings_and_a_reset_recorded_by_
 
 
 def _failed_delivery(webhook_id: int) -> int:
-    """A delivery that gave up, with two attempts in its log (as app.notify.delivery leaves one)."""
-    from app.notify.models import Delivery, DeliveryAttempt, Event
+    """A delivery that gave up, with two attempts in its log (as recur_server.notify.delivery leaves one)."""
+    from recur_server.notify.models import Delivery, DeliveryAttempt, Event
 
     now = clock.utcnow()
     event = Event(id="evt_" + "0" * 31 + "1", owner_id=1, type="run.failed", occurred_at=now, data={"x": 1})
@@ -132,7 +132,7 @@ def _failed_delivery(webhook_id: int) -> int:
 
 
 def test_webhooks_made_with_the_secret_shown_once_their_delivery_log_and_a_redelivery(app):
-    from app.notify.models import Delivery, DeliveryAttempt, Webhook
+    from recur_server.notify.models import Delivery, DeliveryAttempt, Webhook
 
     app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
     browser = signed_in_browser(app, token_for_app(app, "laptop"))
@@ -176,7 +176,7 @@ def test_webhooks_made_with_the_secret_shown_once_their_delivery_log_and_a_redel
 
 
 def test_tokens_made_with_an_expiry_shown_once_and_revoked_which_signs_out_the_session_it_named(app, client):
-    from app.auth.models import ApiToken
+    from recur_server.auth.models import ApiToken
 
     browser = signed_in_browser(app, token_for_app(app, "laptop"))
     past = _post(browser, "/tokens", {"name": "ci", "expires_at": "2020-01-01T00:00:00Z"})
@@ -211,7 +211,7 @@ def shown_secret(page: str) -> str:
 
 
 def test_owner_pages_are_an_admins_only_and_make_and_delete_owners_with_their_record(app):
-    from app.auth.models import Owner, OwnerEvent
+    from recur_server.auth.models import Owner, OwnerEvent
 
     admin = signed_in_browser(app, token_for_app(app))
     alice = signed_in_browser(app, new_owner_token(app, "alice"))
@@ -238,7 +238,7 @@ def test_owner_pages_are_an_admins_only_and_make_and_delete_owners_with_their_re
 
 
 def test_a_schedules_audit_trail_page_by_page_and_after_its_deletion(app, client):
-    from app.console.views import PAGE
+    from recur_server.console.views import PAGE
 
     schedule_id = _schedule(client)
     for number in range(30):
@@ -260,7 +260,7 @@ def test_a_schedules_audit_trail_page_by_page_and_after_its_deletion(app, client
 
 def test_bulk_pause_resume_and_delete_of_ticked_schedules_only_the_callers(app, client):
     """Ticked boxes of the list, one form: another owner's id among them is as absent as one that never was."""
-    from app.models import Schedule
+    from recur_server.models import Schedule
 
     theirs = _schedule(client, "admins")  # an admin sees every owner's; alice, not an admin, only her own
     alice_token = new_owner_token(app, "alice")
@@ -301,7 +301,7 @@ def test_bulk_pause_resume_and_delete_of_ticked_schedules_only_the_callers(app, 
 
 
 def test_each_new_page_renders_in_the_zone_asked_for_with_utc_on_hover(app, client):
-    from app.notify.models import Webhook
+    from recur_server.notify.models import Webhook
 
     app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
     schedule_id = _schedule(client, timezone="Europe/Berlin")
@@ -324,7 +324,7 @@ def test_each_new_page_renders_in_the_zone_asked_for_with_utc_on_hover(app, clie
 
 
 def test_a_webhooks_url_and_event_types_edited_as_a_patch_would(app, client):
-    from app.notify.models import Webhook
+    from recur_server.notify.models import Webhook
 
     app.config["RECUR_WEBHOOK_ALLOW_HOSTS"] = "127.0.0.1"
     made = client.post("/api/v1/webhooks/", json={"url": "http://127.0.0.1:9/in", "event_types": ["run.failed"]})
@@ -348,7 +348,7 @@ def test_a_webhooks_url_and_event_types_edited_as_a_patch_would(app, client):
 
 
 def test_a_workflow_deleted_after_a_page_that_counts_its_schedules(app, client):
-    from app.models import Schedule, Workflow
+    from recur_server.models import Schedule, Workflow
 
     schedule_id = _schedule(client, "doomed")
     browser = signed_in_browser(app, token_for_app(app))
@@ -368,7 +368,7 @@ def test_a_workflow_deleted_after_a_page_that_counts_its_schedules(app, client):
 def test_the_lists_strip_shows_each_schedules_newest_20_runs_oldest_first_and_a_long_run(app, client):
     from datetime import UTC, datetime, timedelta
 
-    from app.models import Run
+    from recur_server.models import Run
 
     busy, idle = _schedule(client, "busy"), _schedule(client, "idle")
     start = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)

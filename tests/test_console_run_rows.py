@@ -8,9 +8,9 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from app.infra.extensions import db
 from harness.console_signin import HTTPS, signed_in_browser
 from harness.tokens import token_for_app
+from recur_server.infra.extensions import db
 
 
 def _schedule(client) -> str:  # type: ignore[no-untyped-def]
@@ -27,7 +27,7 @@ def _field(page: str, name: str) -> str:
 
 
 def test_missed_ticks_show_no_start_lateness_or_duration_and_attempts_count_from_one(app, client):
-    from app.models import Run
+    from recur_server.models import Run
 
     schedule_id = _schedule(client)
     gap_id, retry_id = str(uuid.uuid4()), str(uuid.uuid4())

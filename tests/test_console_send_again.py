@@ -3,15 +3,15 @@ delivery at once (as POST .../redeliver/), the attempt's entry in the log naming
 
 from __future__ import annotations
 
-from app.infra import clock
-from app.infra.extensions import db
-from app.notify import delivery
-from app.notify.models import Delivery
 from harness.console_signin import HTTPS, csrf_of, signed_in_browser
 from harness.deliveries import pending_delivery
 from harness.receiver import Receiver
 from harness.servers import free_port
 from harness.tokens import token_for_app
+from recur_server.infra import clock
+from recur_server.infra.extensions import db
+from recur_server.notify import delivery
+from recur_server.notify.models import Delivery
 
 
 def test_send_again_sends_a_delivery_waiting_for_its_retry_at_once(app, client):

@@ -82,8 +82,8 @@ def test_a_manual_runs_row_in_the_run_list_is_what_the_document_declares(app, cl
     declare it nullable (it declared a plain integer, and a client generated from it refused the answer)."""
     from rq import SimpleWorker
 
-    from app.infra.extensions import get_queue, get_redis
     from harness.chain_driver import make_schedule
+    from recur_server.infra.extensions import get_queue, get_redis
 
     schedule = make_schedule(datetime.now(UTC), interval_seconds=3600)
     assert client.post(f"/api/v1/schedules/{schedule.id}/trigger/").status_code == 202
@@ -339,7 +339,7 @@ def _nothing_sent_off_the_machine(web: Web) -> None:
 
     from sqlalchemy import create_engine, text
 
-    from app.infra.config import sqlalchemy_url
+    from recur_server.infra.config import sqlalchemy_url
 
     def loopback(url: str) -> bool:
         host = urlsplit(url).hostname or ""

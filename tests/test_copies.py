@@ -12,12 +12,12 @@ from typing import Any
 from flask import Flask
 from sqlalchemy import text
 
-from app.chain import link
-from app.chain.leases import lease_key
-from app.infra.extensions import db, get_redis
-from app.models import RunStatus, Schedule
 from harness.chain_driver import fresh, make_schedule, runs_of, step
 from harness.servers import wait_for
+from recur_server.chain import link
+from recur_server.chain.leases import lease_key
+from recur_server.infra.extensions import db, get_redis
+from recur_server.models import RunStatus, Schedule
 
 
 def _inside(thread: threading.Thread, function: str) -> bool:

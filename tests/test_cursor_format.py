@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.infra import cursors
+from recur_server.infra import cursors
 
 SHAPES = [(datetime, str), (datetime, int), (int,), (str,)]
 

@@ -25,10 +25,10 @@ def test_a_database_that_cannot_give_a_connection_is_a_503_not_a_500(tmp_path: P
     the API answers 503 database_unavailable in its error shape."""
     import fakeredis
 
-    from app import create_app
-    from app.infra.extensions import db
-    from app.services.schema import ensure_schema
     from harness.tokens import token_for_app
+    from recur_server import create_app
+    from recur_server.infra.extensions import db
+    from recur_server.services.schema import ensure_schema
 
     app = create_app({"TESTING": True, "DATABASE_URL": f"sqlite:///{tmp_path / 'one.db'}", "REDIS_URL": "redis://x",
                       "SQLALCHEMY_ENGINE_OPTIONS": {"pool_size": 1, "max_overflow": 0, "pool_timeout": 0.2}})

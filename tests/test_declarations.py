@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import recur
-from app.declarations.sync import sync
-from app.declarations.wanted import checked
-from app.tasks import declarations, get_task
-from app.tasks.declarations import DeclarationError
 from harness import declared_tasks
 from harness.chain_driver import fresh, runs_of, step
+from recur_server.declarations.sync import sync
+from recur_server.declarations.wanted import checked
+from recur_server.tasks import declarations, get_task
+from recur_server.tasks.declarations import DeclarationError
 
 
 @pytest.fixture(autouse=True)
@@ -129,11 +129,11 @@ def test_context_outside_a_run_says_so():
 
 def test_a_teams_own_package_named_app_loads_under_another_name(tmp_path):
     """RECUR_TASK_MODULES's name=path form: the team's `app` package, loaded as `teamapp`, then its modules
-    by that name; Recur's `app` stays Recur's."""
+    by that name (Recur's own package is recur_server, so nothing of the team's is shadowed)."""
     import sys
 
-    import app as recurs_app
-    from app.tasks import load_task_modules
+    import recur_server
+    from recur_server.tasks import load_task_modules
 
     package = tmp_path / "app"
     package.mkdir()
@@ -147,7 +147,7 @@ def test_a_teams_own_package_named_app_loads_under_another_name(tmp_path):
         task = get_task("teamapp.helpers.send")
         assert task is not None
         assert task({"payload": {"args": [7], "kwargs": {"dry_run": True}}}) == (7, True)  # type: ignore[typeddict-item]
-        assert sys.modules["app"] is recurs_app
+        assert "app" not in sys.modules and sys.modules["recur_server"] is recur_server
     finally:
         for name in ("teamapp", "teamapp.helpers", "teamapp.tasks"):
             sys.modules.pop(name, None)

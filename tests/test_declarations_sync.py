@@ -9,20 +9,20 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.auth.models import ScheduleEvent
-from app.declarations import sync as sync_run
-from app.declarations.lock import SYNC_LOCK
-from app.declarations.marks import DeclaredKey
-from app.declarations.plan import REMOVED_NOTE, SCHEDULE_DEFAULTS, WORKFLOW_DEFAULTS
-from app.declarations.sync import SyncError, sync
-from app.infra import clock
-from app.infra.extensions import db, get_redis
-from app.models import Schedule, Workflow
-from app.services import schedules
-from app.tasks import declarations
 from harness import declared_tasks
 from harness.declaring import declare_both, no_declarations  # noqa: F401  (no_declarations: autouse here)
 from harness.tokens import new_owner_token
+from recur_server.auth.models import ScheduleEvent
+from recur_server.declarations import sync as sync_run
+from recur_server.declarations.lock import SYNC_LOCK
+from recur_server.declarations.marks import DeclaredKey
+from recur_server.declarations.plan import REMOVED_NOTE, SCHEDULE_DEFAULTS, WORKFLOW_DEFAULTS
+from recur_server.declarations.sync import SyncError, sync
+from recur_server.infra import clock
+from recur_server.infra.extensions import db, get_redis
+from recur_server.models import Schedule, Workflow
+from recur_server.services import schedules
+from recur_server.tasks import declarations
 
 
 def by_key() -> dict[str, Schedule]:
@@ -305,7 +305,7 @@ def test_what_follows_refuses_before_anything_is_done(app):
 
 
 def _calendar(name: str, dates: list[str], owner_id: int = 1) -> int:
-    from app.services.calendars import create as create_calendar
+    from recur_server.services.calendars import create as create_calendar
     made = create_calendar(owner_id, {"name": name, "dates": dates}, clock.utcnow())
     db.session.commit()
     return int(made.id)
@@ -339,7 +339,7 @@ def test_a_declaration_puts_its_schedule_on_a_calendar_by_name_and_follows_chang
 def test_a_calendar_the_owner_does_not_have_is_refused_naming_calendar(app):
     other = new_owner_token(app, "other")
     assert other
-    from app.auth.models import Owner
+    from recur_server.auth.models import Owner
     theirs = db.session.scalar(select(Owner.id).where(Owner.name == "other"))
     db.session.rollback()
     _calendar("theirs", ["2030-12-24"], owner_id=theirs)

@@ -8,15 +8,15 @@ import pytest
 from redis import Redis
 from sqlalchemy import select
 
-from app.auth.models import ScheduleEvent
-from app.declarations.marks import DeclaredKey
-from app.declarations.sync import sync
-from app.infra.extensions import db, get_redis
-from app.models import Schedule, Workflow
-from app.tasks import declarations
 from harness import declared_tasks
 from harness.declaring import declare_both, no_declarations  # noqa: F401  (no_declarations: autouse here)
 from harness.servers import free_port
+from recur_server.auth.models import ScheduleEvent
+from recur_server.declarations.marks import DeclaredKey
+from recur_server.declarations.sync import sync
+from recur_server.infra.extensions import db, get_redis
+from recur_server.models import Schedule, Workflow
+from recur_server.tasks import declarations
 
 
 def _counts() -> tuple[int, int, int, int]:

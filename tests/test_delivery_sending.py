@@ -12,14 +12,14 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import create_engine, select, text
 
-from app.infra import clock
-from app.infra.extensions import db
-from app.notify import delivery, send
-from app.notify.models import Delivery, DeliveryAttempt
 from harness.deliveries import pending_delivery
 from harness.receiver import Receiver, TricklingReceiver
 from harness.servers import free_port, wait_for
 from harness.tokens import authorized_client, new_owner_token
+from recur_server.infra import clock
+from recur_server.infra.extensions import db
+from recur_server.notify import delivery, send
+from recur_server.notify.models import Delivery, DeliveryAttempt
 
 
 def test_a_trickling_receiver_is_cut_off_at_the_deadline() -> None:

@@ -7,7 +7,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from app.infra.config import Settings
+from recur_server.infra.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

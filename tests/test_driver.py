@@ -11,9 +11,9 @@ from flask import Flask
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.infra import rawsql
-from app.infra.extensions import db
-from app.models import Run, UTCDateTime, Workflow
+from recur_server.infra import rawsql
+from recur_server.infra.extensions import db
+from recur_server.models import Run, UTCDateTime, Workflow
 
 _WORKFLOWS = Workflow.__table__
 _NAME_OF = rawsql.Statement(select(_WORKFLOWS.c.name).where(_WORKFLOWS.c.id == bindparam("p_id")))

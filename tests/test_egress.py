@@ -11,15 +11,15 @@ import socket
 import pytest
 from sqlalchemy import select
 
-from app import create_app
-from app.infra import clock
-from app.infra.config import SettingError
-from app.infra.extensions import db
-from app.notify import delivery, guard
-from app.notify.models import DeliveryAttempt
 from harness.deliveries import pending_delivery
 from harness.receiver import Receiver
 from harness.servers import free_port
+from recur_server import create_app
+from recur_server.infra import clock
+from recur_server.infra.config import SettingError
+from recur_server.infra.extensions import db
+from recur_server.notify import delivery, guard
+from recur_server.notify.models import DeliveryAttempt
 
 LOOPBACK = "127.0.0.0/8,::1,localhost"
 

@@ -1,4 +1,5 @@
-"""Every event type's `data` declared once (app.notify.events): every type has its schema, docs/notifications.md's
+"""Every event type's `data` declared once (recur_server.notify.events): every type has its schema,
+docs/notifications.md's
 table of the fields is rendered from them, payload() takes every field and shapes it, emit refuses data its type
 does not declare (written or not), and a schedule.paused carries the same fields whoever paused the schedule.
 
@@ -15,17 +16,17 @@ import pytest
 from marshmallow import fields, validate
 from sqlalchemy import select
 
-from app.infra import rawsql
-from app.infra.extensions import db
-from app.notify import events, outbox
-from app.notify.events import InvalidEvent, payload
-from app.notify.models import Delivery, Event, Webhook
-from app.notify.outbox import EventType
-from app.services import schedules
 from harness.chain_driver import make_schedule, step
+from recur_server.infra import rawsql
+from recur_server.infra.extensions import db
+from recur_server.notify import events, outbox
+from recur_server.notify.events import InvalidEvent, payload
+from recur_server.notify.models import Delivery, Event, Webhook
+from recur_server.notify.outbox import EventType
+from recur_server.services import schedules
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "notifications.md"
-BEGIN = "<!-- The tables below are rendered from app/notify/events.py (tests/test_event_payloads.py). -->"
+BEGIN = "<!-- The tables below are rendered from recur_server/notify/events.py (tests/test_event_payloads.py). -->"
 END = "<!-- End of the rendered tables. -->"
 T0 = datetime(2026, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
 _KIND_NAMES: dict[type[Any], str] = {

@@ -1,14 +1,15 @@
 """Why did (or didn't) it run? The pure parts, with literal datetimes: the timing's nearest tick and what passes
-over it (app.timing.nearest, app.timing.ruled_out), and each answer of app.policies.explain."""
+over it (recur_server.timing.nearest, recur_server.timing.ruled_out), and each answer of
+recur_server.policies.explain."""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from app.policies.explain import BreakerFact, PauseFact, RunFact, ScheduleFacts, TickFacts, explain
-from app.services.explain import HORIZON, tick_facts
-from app.timing import build_spec
-from app.timing.nearest import nearest_tick, tick_before
+from recur_server.policies.explain import BreakerFact, PauseFact, RunFact, ScheduleFacts, TickFacts, explain
+from recur_server.services.explain import HORIZON, tick_facts
+from recur_server.timing import build_spec
+from recur_server.timing.nearest import nearest_tick, tick_before
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 T = datetime(2026, 3, 9, 9, 0, tzinfo=UTC)  # a Monday

@@ -1,4 +1,4 @@
-"""The pure decisions of runs that follow runs (app.policies.follow), with literal datetimes: which ends
+"""The pure decisions of runs that follow runs (recur_server.policies.follow), with literal datetimes: which ends
 trigger, when a trigger is due or skipped (a window read in the follower's zone, across a DST change and
 overnight), and when a failed triggered run is retried."""
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.policies.follow import decide_trigger, fires, in_window, retry_at
+from recur_server.policies.follow import decide_trigger, fires, in_window, retry_at
 
 
 @pytest.mark.parametrize(("on", "status", "expected"), [

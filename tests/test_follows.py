@@ -12,13 +12,13 @@ import pytest
 from rq import SimpleWorker
 from sqlalchemy import select
 
-from app.chain.follow import follow_run_id
-from app.infra.extensions import db, get_queue, get_redis
-from app.models import FollowTrigger, RunTrigger
-from app.services.outside_runs import follow as triggered
-from app.services.reconcile import reconcile
 from harness.chain_driver import make_schedule, runs_of, step
 from harness.tokens import authorized_client, new_owner_token
+from recur_server.chain.follow import follow_run_id
+from recur_server.infra.extensions import db, get_queue, get_redis
+from recur_server.models import FollowTrigger, RunTrigger
+from recur_server.services.outside_runs import follow as triggered
+from recur_server.services.reconcile import reconcile
 
 API = "/api/v1/schedules/"
 
@@ -123,8 +123,8 @@ def _triggers() -> list[FollowTrigger]:
 
 
 def test_a_success_triggers_its_follower_once_and_the_run_names_the_upstream_run(app, client, fake_clock, tmp_path):
-    from app.notify import outbox
-    from app.notify.models import Event, Webhook
+    from recur_server.notify import outbox
+    from recur_server.notify.models import Event, Webhook
 
     db.session.add(Webhook(owner_id=1, url="https://hooks.example.com/recur", event_types=["run.succeeded"],
                            secret="whsec_cmVjdXItZXhhbXBsZS1zZWNyZXQtMjRi", created_at=fake_clock.now))
@@ -157,7 +157,7 @@ def test_a_success_triggers_its_follower_once_and_the_run_names_the_upstream_run
     listed = client.get(f"{API}{b.id}/runs/").json["items"][0]
     assert listed["triggered_by_run_id"] == upstream_id and listed["trigger"] == "after"
     # A second job of the same run (a process that died after its enqueue, before marking it queued) starts nothing.
-    from app.services.outside_runs.queueing import enqueue
+    from recur_server.services.outside_runs.queueing import enqueue
 
     enqueue(b.id, run_id, run_for, RunTrigger.AFTER.value, None, 60)
     _run_outside_jobs(app)
@@ -208,7 +208,7 @@ def test_a_trigger_while_the_follower_runs_follows_its_overlap_policy(app, fake_
     b = make_schedule(fake_clock.now, name="b", interval_seconds=86400, overlap="skip", after={"schedule": "a"})
     step(app, fake_clock)
     # b is running (a row of its own, as a run that has not ended), when a's trigger comes
-    from app.models import Run
+    from recur_server.models import Run
 
     db.session.add(Run(id="00000000-0000-4000-8000-000000000001", schedule_id=b.id, repeat_number=None,
                        retry_number=0, scheduled_for=fake_clock.now, started_at=fake_clock.now, status="running",
@@ -235,8 +235,8 @@ def test_a_trigger_whose_job_was_lost_is_enqueued_again_by_the_reconciler(app, f
 
 
 def test_closed_triggers_go_with_the_runs_of_their_time_and_open_ones_stay(app, fake_clock):
-    from app.policies.retention import Retention
-    from app.services.retention import prune
+    from recur_server.policies.retention import Retention
+    from recur_server.services.retention import prune
 
     make_schedule(fake_clock.now, name="a", key="a", interval_seconds=60)
     follower = make_schedule(fake_clock.now, name="b", interval_seconds=86400, after={"schedule": "a"})

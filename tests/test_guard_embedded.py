@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.notify import guard, send
+from recur_server.notify import guard, send
 
 
 @pytest.mark.parametrize("address", [

@@ -4,14 +4,14 @@ tells a dropped link)."""
 
 from __future__ import annotations
 
-from app.chain.finish import finish_run
-from app.chain.ids import link_id
-from app.chain.mover import Mover
-from app.chain.run import Prepared, prepare
-from app.infra.extensions import get_queue, get_redis
-from app.models import RunStatus
-from app.services.reconcile import reconcile
 from harness.chain_driver import fresh, make_schedule, next_due, run_due, scheduled_ids
+from recur_server.chain.finish import finish_run
+from recur_server.chain.ids import link_id
+from recur_server.chain.mover import Mover
+from recur_server.chain.run import Prepared, prepare
+from recur_server.infra.extensions import get_queue, get_redis
+from recur_server.models import RunStatus
+from recur_server.services.reconcile import reconcile
 
 
 def test_a_successor_being_handed_off_is_not_taken_for_missing(chain_app, fake_clock):
@@ -35,7 +35,7 @@ def test_a_successor_being_handed_off_is_not_taken_for_missing(chain_app, fake_c
 def test_a_link_that_ran_after_the_pass_read_its_row_is_not_re_created(chain_app, fake_clock, monkeypatch):
     """Before: a pass that read the rows before the link ran (and handed off its successor) then found
     the link gone from Redis, and re-created it (links_repaired == [n0]; the copy then ran as "stale")."""
-    from app.services import reconcile as reconciler
+    from recur_server.services import reconcile as reconciler
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     reconcile(fake_clock.now)  # the first pass after Redis was emptied; not the one under test

@@ -1,6 +1,6 @@
 """The seam between Recur's workers and the code that runs a link: the worker attaches an executor to the RQ
-job of a link it prepared (app.workers.horse.HandedJob), and RQ's perform calls it, in the forked work horse
-or in the pool worker, instead of the job's function (app.jobs.run_link, for links no worker prepared)."""
+job of a link it prepared (recur_server.workers.horse.HandedJob), and RQ's perform calls it, in the forked work horse
+or in the pool worker, instead of the job's function (recur_server.jobs.run_link, for links no worker prepared)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from redis import Redis
 from rq import Queue, get_current_job
 from rq.job import Job
 
-from app.chain.mover import Mover
-from app.infra.extensions import get_queue, get_redis
-from app.workers.horse import HandedJob, handed_job_class
-from app.workers.pool import Limits
-from app.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
 from harness.chain_driver import make_schedule, next_due, runs_of
+from recur_server.chain.mover import Mover
+from recur_server.infra.extensions import get_queue, get_redis
+from recur_server.workers.horse import HandedJob, handed_job_class
+from recur_server.workers.pool import Limits
+from recur_server.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
 
 
 def test_a_handed_job_is_performed_by_its_executor_with_rqs_current_job_set(redis_server) -> None:
@@ -59,7 +59,7 @@ def test_every_recur_worker_dequeues_jobs_that_can_carry_an_executor(redis_serve
 def test_a_link_the_worker_prepared_is_run_by_its_executor_not_by_the_jobs_function(
         real_app, fake_clock, monkeypatch, mode) -> None:
     """The default and forking workers run the links they claimed through the executor they attach to the
-    job: the function the link's job names (app.chain.link.run_link) is never called (here, it would fail
+    job: the function the link's job names (recur_server.chain.link.run_link) is never called (here, it would fail
     the link)."""
     called = _replace_run_link(monkeypatch)
     schedules = _links_due_now(real_app, fake_clock, 3)
@@ -83,7 +83,7 @@ def test_a_link_no_worker_prepared_is_run_by_the_jobs_function(real_app, fake_cl
 
 
 def _replace_run_link(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    import app.chain.link
+    import recur_server.chain.link
 
     called: list[str] = []
 
@@ -91,7 +91,7 @@ def _replace_run_link(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         called.append(schedule_id)
         raise AssertionError("the link's function ran")
 
-    monkeypatch.setattr(app.chain.link, "run_link", run_link)
+    monkeypatch.setattr(recur_server.chain.link, "run_link", run_link)
     return called
 
 

@@ -8,16 +8,16 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
-from app.auth.models import ApiToken, Owner, ScheduleEvent
-from app.infra import clock
-from app.infra.extensions import db
-from app.models import BreakerTransition, Workflow
-from app.notify import delivery, outbox
-from app.notify.models import Delivery, DeliveryAttempt, Event, Webhook
 from harness.console_signin import HTTPS, signed_in_browser
 from harness.receiver import Receiver
 from harness.servers import free_port
 from harness.tokens import authorized_client, new_owner_token, token_for_app
+from recur_server.auth.models import ApiToken, Owner, ScheduleEvent
+from recur_server.infra import clock
+from recur_server.infra.extensions import db
+from recur_server.models import BreakerTransition, Workflow
+from recur_server.notify import delivery, outbox
+from recur_server.notify.models import Delivery, DeliveryAttempt, Event, Webhook
 
 
 def _owner_id(name: str) -> int:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from app.workers.slots import default_concurrency
 from harness.servers import RedisServer, flask_command, wait_for
 from harness.stack import Api, Stack, parse_instant, serve_api, three_runs_to_done
 from harness.tokens import token_from_cli
+from recur_server.workers.slots import default_concurrency
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 def test_the_first_token_comes_from_the_flask_commands(empty_database_url, redis_server):
     """The README's first steps, as a user runs them: `flask init-db`, then `flask tokens create admin`. The
     token printed opens the API (every other test issues its token in-process: see harness/tokens.py)."""
-    from app import create_app
+    from recur_server import create_app
 
     env = {"DATABASE_URL": empty_database_url, "REDIS_URL": redis_server.url}
     token = token_from_cli(env)

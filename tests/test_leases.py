@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from app.chain.leases import Lease, lease_key
-from app.chain.run import Prepared, complete, prepare
-from app.infra import clock
-from app.infra.extensions import db, get_redis
-from app.models import RunStatus
-from app.services.reconcile import reconcile
 from harness.chain_driver import fresh, make_schedule, next_due, runs_of
+from recur_server.chain.leases import Lease, lease_key
+from recur_server.chain.run import Prepared, complete, prepare
+from recur_server.infra import clock
+from recur_server.infra.extensions import db, get_redis
+from recur_server.models import RunStatus
+from recur_server.services.reconcile import reconcile
 
 LONG_LEASE = 600
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 
-from app.chain.link_lookup import pending_revisions
-from app.chain.mover import Mover
-from app.chain.redis_links import (
+from recur_server.chain.link_lookup import pending_revisions
+from recur_server.chain.mover import Mover
+from recur_server.chain.redis_links import (
     HEADS_KEY,
     HORSE_GRACE_SECONDS,
     LINK_FUNC,
@@ -18,7 +18,7 @@ from app.chain.redis_links import (
     put_link,
     put_links,
 )
-from app.infra.extensions import get_queue, get_redis
+from recur_server.infra.extensions import get_queue, get_redis
 
 
 def _plan(schedule_id: str = "0b7c2a64-3d2e-4f0e-9a55-3f1d2c3b4a59", revision: int = 2) -> LinkPlan:
@@ -141,11 +141,11 @@ def test_cancel_takes_out_the_pending_link_and_forgets_the_schedule(real_app):
 
 def test_only_the_hand_off_puts_or_cancels_links():
     """Every path that puts a link (API, the link's own hand-off, recovery, write-offs) goes through
-    app.chain.handoff, where the rules of what may be put live."""
+    recur_server.chain.handoff, where the rules of what may be put live."""
     import ast
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent / "app"
+    root = Path(__file__).resolve().parent.parent / "recur_server"
     writers = {"put_link", "put_links", "cancel_link"}
     offenders = []
     for path in root.rglob("*.py"):

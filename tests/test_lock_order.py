@@ -18,11 +18,11 @@ import pytest
 from flask import Flask
 from sqlalchemy import select, text
 
-from app.chain.finish import finish_run
-from app.infra.extensions import db
-from app.models import Run, RunStatus, RunTrigger, Workflow
-from app.services.outside_runs import job
 from harness.chain_driver import make_schedule
+from recur_server.chain.finish import finish_run
+from recur_server.infra.extensions import db
+from recur_server.models import Run, RunStatus, RunTrigger, Workflow
+from recur_server.services.outside_runs import job
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 

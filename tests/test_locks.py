@@ -1,4 +1,4 @@
-"""The cluster's locks (app.infra.locks): one holder at a time, renewed and released only by their owner, and
+"""The cluster's locks (recur_server.infra.locks): one holder at a time, renewed and released only by their owner, and
 left alone once they lapsed and another process took them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from redis import Redis
 
-from app.infra.locks import ClusterLock, LockLost, hold_if_free
+from recur_server.infra.locks import ClusterLock, LockLost, hold_if_free
 
 NAME = "recur:test-lock"
 

@@ -154,7 +154,7 @@ def test_a_missing_multiprocess_directory_is_made_not_a_crash(tmp_path):
     from harness.servers import ROOT
 
     where = tmp_path / "not" / "there"
-    count = "import app.metrics as m; m.RUNS.labels('succeeded', 'schedule').inc()"
+    count = "import recur_server.metrics as m; m.RUNS.labels('succeeded', 'schedule').inc()"
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(where)}
     done = subprocess.run([sys.executable, "-c", count], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -16,7 +16,7 @@ from prometheus_client.mmap_dict import MmapedDict
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.infra import metrics_files
+from recur_server.infra import metrics_files
 
 RUNS = json.dumps(["recur_runs_total", "recur_runs_total", {"status": "succeeded", "trigger": "schedule"},
                    "Runs finished."])

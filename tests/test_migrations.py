@@ -11,10 +11,10 @@ from alembic.migration import MigrationContext
 from flask import Flask
 from sqlalchemy import select, text
 
-from app import create_app
-from app.infra.extensions import db
-from app.models import Schedule, ScheduleStatus
-from app.services.schema import ensure_schema
+from recur_server import create_app
+from recur_server.infra.extensions import db
+from recur_server.models import Schedule, ScheduleStatus
+from recur_server.services.schema import ensure_schema
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_the_reconcilers_walk_uses_the_status_id_index(migrated: Flask) -> None:
 def test_rows_from_before_owners_belong_to_the_first_admin(empty_database_url: str) -> None:
     from flask_migrate import upgrade
 
-    from app.infra.extensions import MIGRATIONS_DIR
+    from recur_server.infra.extensions import MIGRATIONS_DIR
 
     app = create_app({"TESTING": True, "DATABASE_URL": empty_database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     with app.app_context():
@@ -82,7 +82,7 @@ def test_rows_from_before_owners_belong_to_the_first_admin(empty_database_url: s
 def test_schedules_from_before_on_exhausted_keep_dying_when_retries_run_out(empty_database_url: str) -> None:
     from flask_migrate import upgrade
 
-    from app.infra.extensions import MIGRATIONS_DIR
+    from recur_server.infra.extensions import MIGRATIONS_DIR
 
     app = create_app({"TESTING": True, "DATABASE_URL": empty_database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     with app.app_context():

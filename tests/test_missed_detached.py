@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from app.infra.extensions import db
-from app.models import Workflow
-from app.notify import alerts
 from harness.chain_driver import fresh, make_schedule, step
+from recur_server.infra.extensions import db
+from recur_server.models import Workflow
+from recur_server.notify import alerts
 
 
 @pytest.mark.parametrize("overlap", ["allow_all", "cancel_other"])

@@ -75,8 +75,8 @@ def test_the_kit_is_where_the_docs_say() -> None:
 def test_deliveries_in_trouble_are_counted_by_state(app, client) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from app.infra.extensions import db
-    from app.notify.models import Delivery, Event
+    from recur_server.infra.extensions import db
+    from recur_server.notify.models import Delivery, Event
 
     now = datetime.now(UTC)
     db.session.add(Event(id="evt_" + "a" * 32, owner_id=1, type="run.failed", occurred_at=now, data={}))

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.calendars.expansion import MAX_DAYS, MAX_ENTRIES
-from app.infra.extensions import db
-from app.models import Schedule
 from harness.chain_driver import next_due, runs_of, scheduled_ids, step
 from harness.tokens import authorized_client, new_owner_token
+from recur_server.calendars.expansion import MAX_DAYS, MAX_ENTRIES
+from recur_server.infra.extensions import db
+from recur_server.models import Schedule
 
 API = "/api/v1"
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.notify import guard, signing
-from app.notify.delivery import backoff_seconds
-from app.policies import breaker
-from app.policies.alerts import is_late
+from recur_server.notify import guard, signing
+from recur_server.notify.delivery import backoff_seconds
+from recur_server.policies import breaker
+from recur_server.policies.alerts import is_late
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -7,11 +7,11 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from app.auth.models import ScheduleEvent
-from app.infra.extensions import db
-from app.models import ScheduleStatus
-from app.services import schedules
 from harness.chain_driver import fresh, make_schedule, runs_of, scheduled_ids, step
+from recur_server.auth.models import ScheduleEvent
+from recur_server.infra.extensions import db
+from recur_server.models import ScheduleStatus
+from recur_server.services import schedules
 
 
 def _failing(now, **fields):
@@ -179,9 +179,9 @@ def test_a_bad_pause_note_is_422_naming_note_and_pauses_nothing(client):
 
 
 def test_a_pause_by_a_caller_during_the_last_attempt_keeps_its_note(chain_app, fake_clock):
-    from app.chain.claim import claim_tick
-    from app.chain.finish import finish_run
-    from app.models import RunStatus
+    from recur_server.chain.claim import claim_tick
+    from recur_server.chain.finish import finish_run
+    from recur_server.models import RunStatus
 
     schedule = make_schedule(fake_clock.now, task="builtin.fail", interval_seconds=10, max_retries=0,
                              on_exhausted="pause")

@@ -1,4 +1,4 @@
-"""One emit for both kinds of transaction (app.notify.outbox): in a chain transaction on the driver and in the
+"""One emit for both kinds of transaction (recur_server.notify.outbox): in a chain transaction on the driver and in the
 ORM session, the same event and deliveries are written, with the transaction and only with it."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
-from app.infra import rawsql
-from app.infra.extensions import db
-from app.notify import outbox
-from app.notify.events import payload
-from app.notify.models import Delivery, Event, Webhook
-from app.notify.outbox import EventType
+from recur_server.infra import rawsql
+from recur_server.infra.extensions import db
+from recur_server.notify import outbox
+from recur_server.notify.events import payload
+from recur_server.notify.models import Delivery, Event, Webhook
+from recur_server.notify.outbox import EventType
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
 DATA = payload(EventType.BREAKER_CLOSED, workflow_id=7, workflow_name="nightly", from_="open", to="closed",

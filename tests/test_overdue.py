@@ -1,5 +1,6 @@
-"""Overdue (app.policies.overdue): an active schedule whose next run is past by more than its grace, decided from
-`now` alone (pure), and the badge it puts on the schedule (app.policies.condition)."""
+"""Overdue (recur_server.policies.overdue): an active schedule whose next run is past by more than its grace, decided
+from
+`now` alone (pure), and the badge it puts on the schedule (recur_server.policies.condition)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.policies.condition import condition
-from app.policies.overdue import grace_seconds, overdue_seconds
+from recur_server.policies.condition import condition
+from recur_server.policies.overdue import grace_seconds, overdue_seconds
 
 NOW = datetime(2026, 3, 2, 12, 0, 0, 250000, tzinfo=UTC)
 
@@ -33,8 +34,8 @@ def test_a_schedule_not_active_is_never_overdue() -> None:
                                                  ("dead", False), ("invalid", False)])
 def test_a_schedule_row_is_overdue_only_while_active(app, status: str, overdue: bool) -> None:
     """Paused, done, dead and invalid schedules may keep a next_run_at in the past: none waits on a worker."""
-    from app.models import Schedule
-    from app.services.overdue import overdue_seconds as overdue_of
+    from recur_server.models import Schedule
+    from recur_server.services.overdue import overdue_seconds as overdue_of
 
     row = Schedule(status=status, next_run_at=NOW - timedelta(seconds=61), alert_after_seconds=None)
     assert (overdue_of(row, NOW) is not None) is overdue

@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import create_engine, update
 
-from app.infra.config import sqlalchemy_url
-from app.models import Schedule
 from harness.recur_cli_runner import recur
 from harness.stack import Stack
+from recur_server.infra.config import sqlalchemy_url
+from recur_server.models import Schedule
 
 pytestmark = pytest.mark.integration
 

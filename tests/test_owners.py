@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from app.auth.models import ApiToken
-from app.infra import clock
-from app.infra.extensions import db
 from harness.tokens import authorized_client, new_owner_token
+from recur_server.auth.models import ApiToken
+from recur_server.infra import clock
+from recur_server.infra.extensions import db
 
 
 def _things(client) -> tuple[int, str]:  # type: ignore[no-untyped-def]

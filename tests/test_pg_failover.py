@@ -1,4 +1,5 @@
-"""PostgreSQL failover: DATABASE_URL in libpq's multi-host form (translated for SQLAlchemy in app/infra/config.py),
+"""PostgreSQL failover: DATABASE_URL in libpq's multi-host form (translated for SQLAlchemy in
+recur_server/infra/config.py),
 and a real primary with a synchronous streaming standby: gunicorn and two worker.py processes on the multi-host
 URL run 50 one-second chains; the primary is SIGKILLed mid-run and the standby promoted (`pg_ctl promote`).
 The model is tests/test_sentinel.py's Redis failover, with the same assertions."""
@@ -12,10 +13,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine
 
-from app.infra.config import sqlalchemy_url
 from harness.pgcluster import POSTGRES_BIN, PrimaryStandby
 from harness.servers import RedisServer, start_worker, wait_for
 from harness.stack import Api, parse_instant, serve_api
+from recur_server.infra.config import sqlalchemy_url
 
 needs_postgres = pytest.mark.skipif(POSTGRES_BIN is None, reason="PostgreSQL's server binaries are not installed")
 

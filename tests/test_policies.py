@@ -1,4 +1,4 @@
-"""The catch-up and overlap decisions, with literal datetimes (app.policies is pure)."""
+"""The catch-up and overlap decisions, with literal datetimes (recur_server.policies is pure)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.policies import decide_after_run, decide_catch_up, due_ticks, split_at_window
-from app.policies.ticks import MAX_COUNTED_TICKS, Gap
-from app.timing import build_spec
+from recur_server.policies import decide_after_run, decide_catch_up, due_ticks, split_at_window
+from recur_server.policies.ticks import MAX_COUNTED_TICKS, Gap
+from recur_server.timing import build_spec
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -9,12 +9,6 @@ import re
 import pytest
 from sqlalchemy import event
 
-from app.infra.extensions import db, get_redis
-from app.models import Run
-from app.notify.models import Event
-from app.policies.retention import Retention
-from app.services.retention import prune
-from app.workers.background import PRUNE_LOCK, PRUNED_KEY, prune_once
 from harness.retention_rows import (
     NOW,
     add_event,
@@ -25,6 +19,12 @@ from harness.retention_rows import (
     row_count,
     runs_left,
 )
+from recur_server.infra.extensions import db, get_redis
+from recur_server.models import Run
+from recur_server.notify.models import Event
+from recur_server.policies.retention import Retention
+from recur_server.services.retention import prune
+from recur_server.workers.background import PRUNE_LOCK, PRUNED_KEY, prune_once
 
 
 def test_a_pass_stops_after_its_batches_and_the_next_resumes_where_it_stopped(app) -> None:

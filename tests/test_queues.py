@@ -15,16 +15,16 @@ from redis import Redis
 from rq.registry import ScheduledJobRegistry
 from sqlalchemy import update
 
-from app.chain.ids import link_id
-from app.chain.link_lookup import pending_revisions
-from app.chain.redis_links import LinkPlan, put_link, queue_named
-from app.infra.extensions import db, get_queue, get_redis
-from app.models import Schedule
-from app.services.reconcile import reconcile
 from harness.chain_driver import make_schedule
 from harness.servers import wait_for
 from harness.stack import Stack
 from harness.tokens import authorized_client, token_for_app
+from recur_server.chain.ids import link_id
+from recur_server.chain.link_lookup import pending_revisions
+from recur_server.chain.redis_links import LinkPlan, put_link, queue_named
+from recur_server.infra.extensions import db, get_queue, get_redis
+from recur_server.models import Schedule
+from recur_server.services.reconcile import reconcile
 
 DUE = datetime(2030, 3, 2, 12, 0, 10, tzinfo=UTC)
 

@@ -10,10 +10,10 @@ import re
 import threading
 from datetime import timedelta
 
-from app.auth.models import Owner
-from app.infra import clock
-from app.infra.extensions import db
 from harness.tokens import authorized_client
+from recur_server.auth.models import Owner
+from recur_server.infra import clock
+from recur_server.infra.extensions import db
 
 HTTPS = "https://localhost"
 

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 from redis import Redis
 
-from app.chain.ids import link_id
-from app.chain.mover import Mover
-from app.infra.extensions import get_queue, get_redis
-from app.services import reconcile
 from harness.chain_driver import make_schedule, next_due
+from recur_server.chain.ids import link_id
+from recur_server.chain.mover import Mover
+from recur_server.infra.extensions import get_queue, get_redis
+from recur_server.services import reconcile
 
 # Commands that read the queue list element by element (each one O(length of the queue)).
 _LIST_SCANS = ("lpos", "lrange", "lindex", "lrem")
@@ -49,8 +49,8 @@ def test_a_link_taken_or_queued_moments_ago_is_pending_one_taken_long_ago_is_not
     from rq.job import Job
     from rq.utils import utcformat
 
-    from app.chain.link_lookup import IN_HAND_GRACE_SECONDS, pending_revisions
-    from app.infra.clock import HOST_SKEW_ALLOWANCE_SECONDS
+    from recur_server.chain.link_lookup import IN_HAND_GRACE_SECONDS, pending_revisions
+    from recur_server.infra.clock import HOST_SKEW_ALLOWANCE_SECONDS
 
     redis, queue = get_redis(real_app), get_queue(real_app)
     now = datetime(2026, 3, 2, 12, 0, 0, tzinfo=UTC)

@@ -52,7 +52,7 @@ def stack_env() -> dict[str, str]:
 
 def test_the_client_imports_without_the_server_or_flask() -> None:
     code = ("import sys, recur_client; loaded = [m for m in sys.modules if m.split('.')[0] in "
-            "('app', 'flask', 'sqlalchemy', 'redis', 'click')]; print(loaded)")
+            "('recur_server', 'flask', 'sqlalchemy', 'redis', 'click')]; print(loaded)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

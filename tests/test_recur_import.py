@@ -22,7 +22,8 @@ def test_rq_scheduler_jobs_become_schedules(stack, redis_server):
     rq_url = redis_server.url.rsplit("/", 1)[0] + "/3"  # rq-scheduler's own database on the same server
     scheduler = Scheduler(queue_name="default", connection=Redis.from_url(rq_url))
     first = datetime.utcnow().replace(microsecond=0) + timedelta(minutes=5)  # naive UTC, as rq-scheduler takes it
-    every = scheduler.schedule(first, "app.tasks.builtin.noop", kwargs={"report": "sales"}, interval=60, repeat=3,
+    every = scheduler.schedule(first, "recur_server.tasks.builtin.noop", kwargs={"report": "sales"}, interval=60,
+                               repeat=3,
                                timeout=30, id="every-minute")
     cron = scheduler.cron("*/10 * * * *", "billing.jobs.invoice", args=[7, "eur"], kwargs={"dry": True},
                           id="invoices")

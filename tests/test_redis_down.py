@@ -5,11 +5,11 @@ from __future__ import annotations
 from redis import Redis
 from sqlalchemy import func, select
 
-from app.infra.extensions import connect_redis, db, get_redis
-from app.models import Schedule
-from app.services.reconcile import reconcile
 from harness.chain_driver import fresh, make_schedule, scheduled_ids
 from harness.servers import free_port
+from recur_server.infra.extensions import connect_redis, db, get_redis
+from recur_server.models import Schedule
+from recur_server.services.reconcile import reconcile
 
 
 def _unreachable() -> Redis:

@@ -18,10 +18,10 @@ import pytest
 from redis import Redis
 from redis.exceptions import RedisError
 
-from app.infra.extensions import connect_redis
 from bench import procfs
 from harness.servers import RedisServer, Tls, print_logs_if_failed, wait_for
 from harness.stack import Stack, parse_instant
+from recur_server.infra.extensions import connect_redis
 
 # How long a call may take before the caller hears that Redis does not answer: the README's promise of a
 # quick 503. A correctness bound (without a deadline the call waited for ever, or 15 s), not a speed figure.
@@ -143,8 +143,8 @@ def test_a_run_whose_lease_lapsed_only_because_redis_stalled_is_not_written_off(
     dead workers. Here the holder's renewal comes after that pass (the worker is held up with Redis, as a
     renewal stuck in its socket timeout would be): before the fix the pass wrote the live run off as
     worker_lost, and its body, still running, ended as a failure."""
-    from app import create_app
-    from app.workers.background import reconcile_once
+    from recur_server import create_app
+    from recur_server.workers.background import reconcile_once
 
     stack, server = stall_stack
     worker = stack.start_worker()

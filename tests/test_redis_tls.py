@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from app.infra.extensions import connect_redis
 from harness.servers import RedisServer, Tls
 from harness.stack import Stack, three_runs_to_done
+from recur_server.infra.extensions import connect_redis
 
 pytestmark = pytest.mark.integration
 

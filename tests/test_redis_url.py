@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.infra.redis_url import SentinelTarget, parse
+from recur_server.infra.redis_url import SentinelTarget, parse
 
 
 @pytest.mark.parametrize("url", ["redis://localhost:6379/0", "rediss://h:6380/1", "unix:///tmp/r.sock"])

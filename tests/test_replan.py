@@ -10,13 +10,13 @@ import pytest
 from flask import Flask
 from rq import Queue, SimpleWorker
 
-from app.chain.ids import link_id
-from app.chain.link_lookup import pending_revisions
-from app.chain.mover import Mover
-from app.infra.extensions import get_queue, get_redis
-from app.models import RunStatus
-from app.services import reconcile, schedules
 from harness.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, step
+from recur_server.chain.ids import link_id
+from recur_server.chain.link_lookup import pending_revisions
+from recur_server.chain.mover import Mover
+from recur_server.infra.extensions import get_queue, get_redis
+from recur_server.models import RunStatus
+from recur_server.services import reconcile, schedules
 
 
 def _take(app: Flask, started: bool) -> Callable[[], object]:
@@ -85,8 +85,8 @@ def test_a_replan_while_the_old_link_is_taken_keeps_the_new_link(chain_app, fake
 
 def test_a_replan_while_a_run_is_in_flight_keeps_the_tick(chain_app, fake_clock):
     """The running link hands off its own successor (under a new ID): the re-plan does not advance it."""
-    from app.chain.claim import claim_tick
-    from app.chain.finish import finish_run
+    from recur_server.chain.claim import claim_tick
+    from recur_server.chain.finish import finish_run
 
     schedule = make_schedule(fake_clock.now, interval_seconds=10)
     due = next_due(chain_app)

@@ -1,4 +1,4 @@
-"""No request holds a web process indefinitely (RECUR_REQUEST_DEADLINE_SECONDS, app.serving): real gunicorn
+"""No request holds a web process indefinitely (RECUR_REQUEST_DEADLINE_SECONDS, recur_server.serving): real gunicorn
 with Recur's worker and configuration, serving harness.slow_wsgi (Recur's app plus two slow routes)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from app.serving import Deadlines
 from harness.servers import Process, RedisServer, serve_web
+from recur_server.serving import Deadlines
 
 pytestmark = pytest.mark.integration
 

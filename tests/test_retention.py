@@ -10,12 +10,6 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import select
 
-from app.auth.models import ApiToken, ConsoleSession, OwnerEvent, ScheduleEvent
-from app.infra.extensions import db
-from app.models import Backfill, BreakerTransition, Schedule, TriggerRequest
-from app.notify.models import Delivery, DeliveryAttempt, Event
-from app.policies.retention import Retention, cutoff, runs_boundary, runs_cutoff
-from app.services.retention import prune
 from harness.retention_rows import (
     NOW,
     add_delivery,
@@ -27,6 +21,12 @@ from harness.retention_rows import (
     row_count,
     runs_left,
 )
+from recur_server.auth.models import ApiToken, ConsoleSession, OwnerEvent, ScheduleEvent
+from recur_server.infra.extensions import db
+from recur_server.models import Backfill, BreakerTransition, Schedule, TriggerRequest
+from recur_server.notify.models import Delivery, DeliveryAttempt, Event
+from recur_server.policies.retention import Retention, cutoff, runs_boundary, runs_cutoff
+from recur_server.services.retention import prune
 
 # --- the pure decisions -------------------------------------------------------------------------
 

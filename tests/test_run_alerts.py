@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from app.infra.extensions import db
-from app.models import Run
-from app.notify import long_runs, outbox
-from app.notify.models import Event, Webhook
-from app.policies.alerts import expected_tick
-from app.policies.run_alerts import Streak, StreakStep, is_late_start, is_long, record_outcome
 from harness.chain_driver import fresh, make_schedule, step
+from recur_server.infra.extensions import db
+from recur_server.models import Run
+from recur_server.notify import long_runs, outbox
+from recur_server.notify.models import Event, Webhook
+from recur_server.policies.alerts import expected_tick
+from recur_server.policies.run_alerts import Streak, StreakStep, is_late_start, is_long, record_outcome
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -103,7 +103,7 @@ def test_failing_after_three_failures_emits_schedule_failing_once_then_recovered
     db.session.rollback()
     # The task is made to succeed: the next run ends the alert.
     workflow_id = row.workflow_id
-    from app.models import Workflow
+    from recur_server.models import Workflow
 
     db.session.get(Workflow, workflow_id).task = "builtin.noop"
     db.session.commit()

@@ -1,4 +1,4 @@
-"""What a run's task leaves behind (app.chain.capture): its output and log lines kept as head and tail within
+"""What a run's task leaves behind (recur_server.chain.capture): its output and log lines kept as head and tail within
 RECUR_RUN_OUTPUT_BYTES, its traceback and return value; written with the run's outcome, in the same
 transaction, and deleted with the run."""
 
@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
-from app.chain.capture import Bounded, Capture, Captured, bounded, result_text
-from app.infra.extensions import db
-from app.models import Run, RunOutput
 from harness.chain_driver import make_schedule, runs_of, step
+from recur_server.chain.capture import Bounded, Capture, Captured, bounded, result_text
+from recur_server.infra.extensions import db
+from recur_server.models import Run, RunOutput
 
 
 def test_a_text_within_its_bound_is_kept_whole():
@@ -161,7 +161,7 @@ def test_the_run_page_shows_what_the_task_left_behind_in_the_schedules_zone_with
 
 
 def test_the_chart_has_a_time_axis_in_the_pages_zone():
-    from app.console.chart import Point, axis_labels, timeline
+    from recur_server.console.chart import Point, axis_labels, timeline
 
     nominals = [datetime(2026, 3, 2, 12, minute, tzinfo=UTC) for minute in range(0, 60, 5)]
     assert axis_labels(nominals, "Europe/Berlin") == [(0, "13:00"), (3, "13:15"), (6, "13:30"), (8, "13:40"),
@@ -174,7 +174,7 @@ def test_the_chart_has_a_time_axis_in_the_pages_zone():
 
 
 def test_a_lone_runs_time_sits_under_its_column():
-    from app.console.chart import Point, timeline
+    from recur_server.console.chart import Point, timeline
 
     svg = timeline([Point(datetime(2026, 3, 2, 12, tzinfo=UTC), 0.1, 0.2, "failed")])
     assert 'text-anchor="middle">12:00:00</text>' in svg
@@ -183,9 +183,9 @@ def test_a_lone_runs_time_sits_under_its_column():
 def test_pruning_a_run_past_retention_takes_what_its_task_left_behind_and_keeps_the_newest_runs(app):
     from datetime import timedelta
 
-    from app.models import Schedule, Workflow
-    from app.policies.retention import Retention
-    from app.services.retention import prune
+    from recur_server.models import Schedule, Workflow
+    from recur_server.policies.retention import Retention
+    from recur_server.services.retention import prune
 
     now = datetime(2026, 6, 1, 12, tzinfo=UTC)
     workflow = Workflow(name="w", task="noop", owner_id=1, created_at=now - timedelta(days=400))

@@ -6,9 +6,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
-from app import create_app
-from app.infra.extensions import db
 from harness.tokens import authorized_client, new_owner_token
+from recur_server import create_app
+from recur_server.infra.extensions import db
 
 
 def _create(client, workflow_id: int, **fields):  # type: ignore[no-untyped-def]
@@ -57,7 +57,7 @@ def test_a_key_is_a_short_name_without_spaces(client, key):
 def test_schedules_from_before_keys_have_none_and_the_database_keeps_keys_unique(database_url: str) -> None:
     from flask_migrate import upgrade
 
-    from app.infra.extensions import MIGRATIONS_DIR
+    from recur_server.infra.extensions import MIGRATIONS_DIR
 
     app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     insert = (

@@ -13,8 +13,8 @@ import pytest
 from redis import Redis
 from redis.exceptions import RedisError
 
-from app.infra.extensions import connect_redis
 from harness.servers import Tls, answers_ping, free_port, wait_for
+from recur_server.infra.extensions import connect_redis
 
 SENTINEL = shutil.which("redis-sentinel")
 pytestmark = pytest.mark.skipif(SENTINEL is None or shutil.which("redis-server") is None,

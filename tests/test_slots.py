@@ -14,9 +14,9 @@ import pytest
 from redis import Redis
 from rq import Worker
 
-from app.workers.slots import default_concurrency
 from harness.servers import pid_alive, wait_for
 from harness.stack import Stack, parse_instant
+from recur_server.workers.slots import default_concurrency
 
 pytestmark = pytest.mark.integration
 

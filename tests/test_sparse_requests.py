@@ -1,6 +1,6 @@
 """No request buys unbounded work: sparse second- and minute-level rules, which took dateutil seconds to
 minutes a search, answer create, PATCH, preview, GET and explain with their right runs (or a 422 naming
-rrule), every request within its budget of steps (app.timing.work), on the app's real error handling."""
+rrule), every request within its budget of steps (recur_server.timing.work), on the app's real error handling."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.timing import work
+from recur_server.timing import work
 
 SPARSE = [
     ("FREQ=SECONDLY;BYMONTH=2;BYMONTHDAY=29;BYHOUR=23;BYMINUTE=59;BYSECOND=59", "02-29T23:59:59"),
@@ -54,7 +54,7 @@ def test_a_rule_past_the_budget_is_a_422_naming_rrule_on_every_request(client, w
 
 def test_outside_a_request_nothing_is_cut_short() -> None:
     """The chain plans with no budget: the same rule's next run is found however far it is."""
-    from app.timing import build_spec
+    from recur_server.timing import build_spec
 
     spec = build_spec({"rrule": SPARSE[0][0], "anchor_at": datetime(2028, 3, 1, tzinfo=UTC)})
     assert spec.next_after(datetime(2028, 3, 1, tzinfo=UTC)) == datetime(2032, 2, 29, 23, 59, 59, tzinfo=UTC)

@@ -14,14 +14,14 @@ from flask import current_app
 from rq.job import Job
 from sqlalchemy import select
 
-from app.chain.ids import link_id
-from app.chain.mover import Mover
-from app.infra import clock
-from app.infra.extensions import db, get_queue, get_redis
-from app.models import Run, RunStatus
-from app.workers.worker import RecurWorker
 from harness.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids
 from harness.servers import Process, RedisServer, print_logs_if_failed, start_worker, wait_for
+from recur_server.chain.ids import link_id
+from recur_server.chain.mover import Mover
+from recur_server.infra import clock
+from recur_server.infra.extensions import db, get_queue, get_redis
+from recur_server.models import Run, RunStatus
+from recur_server.workers.worker import RecurWorker
 
 
 def test_a_task_that_catches_its_timeout_and_returns_is_timed_out(chain_app, fake_clock, tmp_path):
@@ -171,7 +171,7 @@ def test_a_link_run_outside_the_main_thread_times_out_too(chain_app, fake_clock)
     its next Python instruction: here when its sleep, a single C call, returns)."""
     import threading
 
-    from app.chain import link
+    from recur_server.chain import link
 
     schedule = make_schedule(fake_clock.now, task="builtin.sleep", interval_seconds=5, timeout_seconds=1,
                              max_retries=1, trigger_payload={"seconds": 2})

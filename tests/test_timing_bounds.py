@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from marshmallow import fields
 
-from app.schemas.schedules import ScheduleIn
+from recur_server.schemas.schedules import ScheduleIn
 
 HUGE = [2**31, 2**63, 10**30]
 

@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 from rq import SimpleWorker
 from sqlalchemy import select, update
 
-from app.infra.extensions import db, get_queue, get_redis
-from app.models import Run, TriggerRequest
-from app.policies.retention import Retention
-from app.services.retention import prune
 from harness.chain_driver import make_schedule
 from harness.tokens import authorized_client, token_for_app
+from recur_server.infra.extensions import db, get_queue, get_redis
+from recur_server.models import Run, TriggerRequest
+from recur_server.policies.retention import Retention
+from recur_server.services.retention import prune
 
 
 def _work(app) -> None:

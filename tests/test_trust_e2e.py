@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from app.infra.config import sqlalchemy_url
 from harness.receiver import ALL_TYPES, HangingReceiver, Receiver, TricklingReceiver
 from harness.servers import free_port, wait_for
 from harness.stack import QUICK_WEBHOOKS, Api, Stack, parse_instant
+from recur_server.infra.config import sqlalchemy_url
 
 pytestmark = pytest.mark.integration
 

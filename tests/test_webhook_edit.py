@@ -3,9 +3,9 @@ receivers need nothing new (what `recur apply` relies on to change a declared we
 
 from __future__ import annotations
 
-from app.infra.extensions import db
-from app.notify.models import Webhook
 from harness.tokens import authorized_client, new_owner_token
+from recur_server.infra.extensions import db
+from recur_server.notify.models import Webhook
 
 
 def test_a_webhook_is_edited_in_place_and_keeps_its_secret(app, client):

@@ -11,11 +11,11 @@ from redis import Redis
 from rq import Queue
 from rq.executions import prepare_execution
 
-from app.chain.ids import link_id
-from app.chain.mover import Mover
-from app.infra.extensions import get_queue, get_redis
-from app.workers.worker import RecurWorker
 from harness.chain_driver import fresh, make_schedule, next_due, runs_of, scheduled_ids
+from recur_server.chain.ids import link_id
+from recur_server.chain.mover import Mover
+from recur_server.infra.extensions import get_queue, get_redis
+from recur_server.workers.worker import RecurWorker
 
 
 def test_task_that_kills_its_process_does_not_kill_the_chain(real_app, fake_clock):
@@ -46,8 +46,8 @@ def test_the_worker_heartbeat_and_suspension_check_are_sent_once_a_second_not_fo
 
     from redis import Redis
 
-    from app.workers.pool import Limits
-    from app.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
+    from recur_server.workers.pool import Limits
+    from recur_server.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
 
     schedules = _links_due_now(real_app, fake_clock, 30)
     queues, redis = [get_queue(real_app)], get_redis(real_app)
@@ -115,8 +115,8 @@ def test_a_link_on_the_default_worker_costs_nine_redis_round_trips(real_app, fak
     drain none (registration, heartbeat, suspension check, death)."""
     import redis.connection
 
-    from app.workers.pool import Limits
-    from app.workers.worker import RecurPoolWorker
+    from recur_server.workers.pool import Limits
+    from recur_server.workers.worker import RecurPoolWorker
 
     sent = 0
     send = redis.connection.AbstractConnection.send_packed_command

@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select, update
 
-from app.infra import clock, worker_beats
-from app.infra.extensions import db, get_redis, queue_names
-from app.models import Schedule
-from app.notify import outbox, workers_gone
-from app.notify.models import Event, Webhook
 from harness.chain_driver import make_schedule
+from recur_server.infra import clock, worker_beats
+from recur_server.infra.extensions import db, get_redis, queue_names
+from recur_server.models import Schedule
+from recur_server.notify import outbox, workers_gone
+from recur_server.notify.models import Event, Webhook
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 GRACE = 15.0  # RECUR_WORKER_GRACE_SECONDS' default

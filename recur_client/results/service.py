@@ -22,6 +22,7 @@ class Health(TypedDict):
     counts and every worker process."""
 
     status: str
+    version: str  # the version of Recur the web process that answered runs
     database: str
     redis: str
     workers: dict[str, int]

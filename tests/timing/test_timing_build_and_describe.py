@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.timing import TimingError, build_spec
+from recur_server.timing import TimingError, build_spec
 
 ANCHOR = datetime(2026, 11, 1, 8, tzinfo=UTC)
 

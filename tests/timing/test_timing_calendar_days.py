@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.timing import TimingError, build_spec, preview
-from app.timing.calendar_days import MAX_SHIFT_DAYS, CalendarRule, is_calendar_day
+from recur_server.timing import TimingError, build_spec, preview
+from recur_server.timing.calendar_days import MAX_SHIFT_DAYS, CalendarRule, is_calendar_day
 
 
 def spec(cron, days, mode="skip", timezone="UTC", **extra):

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.timing import MAX_RULED_OUT, Spec, TimingError, build_spec, preview
-from app.timing.base import Timing
+from recur_server.timing import MAX_RULED_OUT, Spec, TimingError, build_spec, preview
+from recur_server.timing.base import Timing
 
 
 def z(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> datetime:

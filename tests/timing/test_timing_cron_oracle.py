@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.timing import TimingError, build_spec
+from recur_server.timing import TimingError, build_spec
 
 ZONES = (
     "America/New_York",

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from app.timing import TimingError, build_spec
+from recur_server.timing import TimingError, build_spec
 
 ANCHOR = datetime(2026, 11, 1, 8, tzinfo=UTC)
 

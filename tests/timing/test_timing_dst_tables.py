@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.timing import build_spec, preview
+from recur_server.timing import build_spec, preview
 
 NY, BERLIN, LORD_HOWE, KOLKATA = "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.timing import TimingError, jitter_delay, parse_every, retry_delay, validate_not_past
+from recur_server.timing import TimingError, jitter_delay, parse_every, retry_delay, validate_not_past
 
 NOMINAL = datetime(2026, 3, 1, 12, tzinfo=UTC)
 

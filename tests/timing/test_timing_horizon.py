@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.timing import LATEST, MAX_RULED_OUT, TimingError, build_spec, preview, to_utc
+from recur_server.timing import LATEST, MAX_RULED_OUT, TimingError, build_spec, preview, to_utc
 
 
 def z(year: int, month: int = 1, day: int = 1, hour: int = 0, minute: int = 0, second: int = 0) -> datetime:

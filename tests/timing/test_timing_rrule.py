@@ -10,8 +10,8 @@ from dateutil.rrule import rrulestr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.timing import TimingError, build_spec, preview
-from app.timing.wallclock import utc_to_wall, wall_to_utc
+from recur_server.timing import TimingError, build_spec, preview
+from recur_server.timing.wallclock import utc_to_wall, wall_to_utc
 
 BERLIN = "Europe/Berlin"
 

@@ -1,4 +1,4 @@
-"""HOURLY, MINUTELY and SECONDLY rules found a day at a time (app.timing.subdaily) give exactly dateutil's
+"""HOURLY, MINUTELY and SECONDLY rules found a day at a time (recur_server.timing.subdaily) give exactly dateutil's
 occurrences, and sparse ones cost a bounded number of steps: dateutil itself is the oracle, on rules dense
 enough for it to walk quickly, with date filters, time filters (which filter at the frequency's level and
 expand below it), INTERVALs that do not divide a day, COUNT and UNTIL."""
@@ -16,8 +16,8 @@ from dateutil.rrule import rrulestr
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
-from app.timing import TimingError, build_spec, preview, work
-from app.timing.subdaily import SubDaily
+from recur_server.timing import TimingError, build_spec, preview, work
+from recur_server.timing.subdaily import SubDaily
 
 STOP = datetime(3000, 1, 2)
 ORACLE_SECONDS = 2.0

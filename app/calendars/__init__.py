@@ -1,2 +1,0 @@
-"""An owner's named calendars: sets of dates (a country's holidays and dates listed by hand) that schedules
-skip or shift their ticks off (the math is app.timing.calendar_days)."""

@@ -1,6 +1,0 @@
-"""Task registry and built-in tasks."""
-
-from app.tasks.loading import load_task_modules
-from app.tasks.registry import TaskEvent, get_task, idempotency_key, task, task_names
-
-__all__ = ["TaskEvent", "get_task", "idempotency_key", "load_task_modules", "task", "task_names"]

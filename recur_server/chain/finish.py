@@ -1,0 +1,120 @@
+"""Finishing a run: record its outcome and move its schedule on, in one transaction guarded by
+compare-and-set on the run; and the write-off of a run whose process is gone.
+
+Returns the schedule as committed, for the caller to hand off its next link *after* the commit (commit,
+then enqueue).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from recur_server import metrics
+from recur_server.auth import audit
+from recur_server.chain import finish_events, gaps, invalid, outcome, rows
+from recur_server.chain import follow as followers
+from recur_server.chain.capture import Captured
+from recur_server.infra import rawsql
+from recur_server.infra.extensions import db
+from recur_server.models import Run, RunStatus, RunTrigger, Schedule, ScheduleStatus
+from recur_server.policies import Gap
+
+
+def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
+               schedule_id: str | None = None, captured: Captured | None = None) -> Schedule | None:
+    """Record the outcome of a claimed run and advance the schedule by the success/retry/skip rules.
+
+    Compare-and-set on the run: only the first to finish a run (the link itself, the worker that saw
+    its horse die, or the reconciler that found it lost) applies the outcome; the others get None.
+    Returns the schedule as committed, detached from the session (a snapshot to hand off from).
+    A caller that knows the run's schedule passes `schedule_id`: the run's UPDATE, the schedule's locked
+    read (with its workflow's breaker setting and whether any schedule follows it) then go in one round
+    trip (pipelined, on PostgreSQL), in the same order as one after another (the run's row, then the
+    schedule's). What the task left behind
+    (`captured`) is written in the same transaction, by the finish that wins the compare-and-set only.
+    """
+    rows.end_session_transaction()
+    with rawsql.transaction(db.engine, pipelined=True) as tx:  # commits at the end, rolls back on an exception
+        sent = tx.send(rows.FINISH_RUN, {
+            "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
+        })
+        known = schedule_id
+        loaded = tx.send(rows.LOAD_FINISHING, {"p_id": known}) if known is not None else None
+        finished = sent.first()
+        if finished is None:
+            tx.rollback()
+            return None
+        schedule_id, nominal, _started, trigger, triggered_by = finished
+        if captured is not None:
+            tx.send(rows.RECORD_OUTPUT, {"p_run_id": run_id, **{f"p_{k}": v for k, v in captured.as_dict().items()}})
+        tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, finished[2], now))
+        if loaded is None or schedule_id != known:
+            loaded = tx.send(rows.LOAD_FINISHING, {"p_id": schedule_id})
+        row = loaded.first()
+        if row is None:  # deleted: keep the run's record, touch nothing else
+            return None
+        schedule, has_breaker, has_followers = rows.finishing_of(row)
+        before = schedule.status
+        finish_events.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, has_breaker,
+                                triggered_by=triggered_by)
+        followers.after_run(tx, schedule, run_id, trigger, status, now, has_followers)  # same commit
+        if schedule.running_run_id != run_id:
+            # A run outside the chain (manual, backfill, a detached tick), or a chain run already written
+            # off (whose record was finished first, so it never gets here).
+            outside = _finish_outside(tx, schedule, status, error, trigger, now)
+            finish_events.status_changed(tx, schedule, before, error, now)
+            return outside
+        paused = False
+        not_run: list[tuple[str, Gap]] = []
+        try:
+            paused = outcome.apply(schedule, status, error, nominal, now, not_run)
+        except Exception as exc:  # its next tick cannot be planned: the run keeps its outcome, the chain stops
+            invalid.invalidate(schedule, exc)
+        tx.execute(rows.SAVE_CHAIN_STATE,
+                   {"p_id": schedule_id, "p_run_id": run_id, **rows.values_of(schedule, rows.CHAIN_COLUMNS)})
+        if not_run:
+            gaps.record_gaps(tx, schedule_id, not_run, now)
+        if paused:
+            _save_pause(tx, schedule, now)
+        finish_events.status_changed(tx, schedule, before, error, now)
+    return schedule
+
+
+def _finish_outside(tx: rawsql.Transaction, schedule: Schedule, status: RunStatus, error: str | None,
+                    trigger: str, now: datetime) -> Schedule | None:
+    """The outcome of a run that does not hold the chain. A manual, backfill or triggered run changes nothing of its
+    schedule (it does not count against total_repeats); a detached tick counts (outcome.apply_outside).
+    Returns the row only when it stopped (the caller then withdraws its link)."""
+    if trigger in (RunTrigger.MANUAL.value, RunTrigger.BACKFILL.value, RunTrigger.AFTER.value):
+        return None
+    if schedule.status != ScheduleStatus.ACTIVE.value:
+        return None
+    paused = outcome.apply_outside(schedule, status, error, now)
+    tx.execute(rows.SAVE_OUTSIDE, {"p_id": schedule.id, **rows.values_of(schedule, rows.OUTSIDE_COLUMNS)})
+    if paused:
+        _save_pause(tx, schedule, now)
+    return schedule if schedule.status != ScheduleStatus.ACTIVE.value else None
+
+
+def _save_pause(tx: rawsql.Transaction, schedule: Schedule, now: datetime) -> None:
+    """Pause by on_exhausted: the note and time, and the event saying the system did it (same commit)."""
+    tx.execute(rows.SAVE_PAUSE, {"p_id": schedule.id, "p_pause_note": schedule.pause_note, "p_paused_at": now})
+    audit.record_system(tx, schedule.id, schedule.owner_id, "pause", now, {"pause_note": schedule.pause_note})
+
+
+def write_off(schedule_id: str, repeat: int, retry: int, reason: str, now: datetime,
+              worker: str | None = None) -> Schedule | None:
+    """Fail the running attempt of tick (repeat, retry) because the process running it is gone; with
+    `worker`, only if that worker claimed it (a copy of the link that lost the fence claimed nothing)."""
+    schedule = db.session.get(Schedule, schedule_id, populate_existing=True)
+    run_id = schedule.running_run_id if schedule else None
+    db.session.rollback()
+    if run_id is None:
+        return None
+    run = db.session.get(Run, run_id)
+    matches = (run is not None and run.repeat_number == repeat and run.retry_number == retry
+               and (worker is None or run.worker == worker))
+    db.session.rollback()
+    if not matches:
+        return None
+    return finish_run(run_id, RunStatus.FAILED, reason, now)

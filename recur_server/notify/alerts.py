@@ -1,0 +1,69 @@
+"""The dead man's switch: schedules whose expected tick has not succeeded within alert_after_seconds
+become `late`, once, with one schedule.missed event; their next success (recur_server.chain.finish) makes them `ok`
+again with schedule.recovered. Checked by whichever Recur process holds the watch lock (recur_server.notify.watch):
+web processes included, so it fires when every worker is gone, Redis was emptied or a task hangs."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import select, update
+
+from recur_server.infra.extensions import db
+from recur_server.models import Schedule, ScheduleStatus
+from recur_server.notify.events import payload
+from recur_server.notify.outbox import EventType, emit
+from recur_server.policies.alerts import expected_tick, is_late
+
+log = logging.getLogger(__name__)
+
+
+def check(now: datetime) -> list[str]:
+    """Mark every late schedule; returns their ids."""
+    rows = db.session.execute(
+        select(Schedule.id, Schedule.next_run_at, Schedule.detached_since, Schedule.alert_after_seconds)
+        .where((Schedule.status == ScheduleStatus.ACTIVE.value) & Schedule.alert_after_seconds.is_not(None)
+               & (Schedule.health == "ok"))
+    ).all()
+    db.session.rollback()
+    marked = []
+    for schedule_id, next_run_at, detached_since, alert_after in rows:
+        expected = expected_tick(next_run_at, detached_since)
+        if not is_late(expected, alert_after, now):
+            continue
+        changed: Any = db.session.execute(
+            update(Schedule)
+            .where((Schedule.id == schedule_id) & (Schedule.health == "ok")
+                   & _unchanged(Schedule.next_run_at, next_run_at) & _unchanged(Schedule.detached_since,
+                                                                                    detached_since)
+                   & (Schedule.status == ScheduleStatus.ACTIVE.value))
+            .values(health="late", late_since=now)
+        )
+        if changed.rowcount == 1:
+            schedule = db.session.get(Schedule, schedule_id)
+            assert schedule is not None
+            emit(db.session, schedule.owner_id, EventType.SCHEDULE_MISSED.value, payload(
+                EventType.SCHEDULE_MISSED, schedule_id=schedule.id, schedule_name=schedule.name,
+                expected_at=expected, alert_after_seconds=alert_after, status=schedule.status), now)
+            marked.append(schedule_id)
+            log.warning("schedule %s is late: its tick of %s has not succeeded within %ss", schedule_id,
+                        expected, alert_after)
+        db.session.commit()
+        if changed.rowcount == 1:
+            counted(EventType.SCHEDULE_MISSED.value)
+    return marked
+
+
+def counted(event_type: str) -> None:
+    """Count an emitted alert in /metrics (recur_server.metrics puts its counter here when the app is made)."""
+    count = current_app.extensions.get("recur.on_alert")
+    if count is not None:
+        count(event_type)
+
+
+def _unchanged(column: Any, value: datetime | None) -> Any:
+    """The column still holds what the check read (a compare-and-set on a nullable time)."""
+    return column.is_(None) if value is None else column == value
