@@ -19,7 +19,9 @@ from recur_cli.main import cli
 ROW = re.compile(r"^\| `(GET|POST|PATCH|PUT|DELETE) (/[^`]*)` \| (.*) \|$")
 # Commands whose output is not an API answer: an importer prints the apply file it made (YAML, for a person
 # to read before --apply), and the apply it runs then follows the top-level `recur --json`.
-NOT_JSON = {("import",)}
+# `recur server`, `recur worker` and `recur manage` start Recur's processes where it is installed: no API
+# answer to print.
+NOT_JSON = {("import",), ("server",), ("worker",), ("manage",)}
 
 
 def _table() -> dict[tuple[str, str], list[str]]:
