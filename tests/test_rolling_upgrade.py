@@ -1,0 +1,164 @@
+"""A rolling upgrade with schedules running, as docs/operations.md tells it: from 0.1.0 (the commit PREVIOUS,
+built from the repository's history) to this checkout. The migrations first (written to work with the
+previous code still running), then the web process, then the workers one by one, each new one started
+before an old one is stopped with SIGTERM. Twenty one-second schedules (catch-up `all`) run throughout.
+
+Then: every schedule's runs are one contiguous grid of ticks, each run once and succeeded (no tick lost, none
+doubled, per the task bodies' own log too), nothing was written off, and the links the old workers queued
+(which name 0.1.0's function, `app.chain.link.run_link`) and that were still waiting when the last old
+process stopped ran under the new workers."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from redis import Redis
+from rq.job import Job
+
+from bench.executions import Attempt, Outcome, classify, parse
+from harness.servers import (
+    ROOT,
+    Process,
+    RedisServer,
+    flask_command,
+    print_logs_if_failed,
+    serve_web,
+    start_worker,
+    wait_for,
+)
+from harness.stack import Api, parse_instant
+from harness.tokens import token_for_env
+
+pytestmark = pytest.mark.integration
+
+PREVIOUS = "62f8f3fb1ede7537346611efe812966470254fd3"  # 0.1.0: the server package still named `app`
+FORMER_LINK = "app.chain.link.run_link"
+SCHEDULES = 20
+LATE_SECONDS = 40  # longer than the upgrade takes on a loaded machine
+
+
+def _previous_version(dest: Path) -> Path:
+    """The files of PREVIOUS, from the repository's history (skips where the checkout has none)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("no git history here to build the previous version from")
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", PREVIOUS], capture_output=True, timeout=60)
+    if archive.returncode != 0:
+        pytest.skip(f"the history here does not hold {PREVIOUS}: {archive.stderr.decode()[-300:]}")
+    dest.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True, timeout=60)
+    return dest
+
+
+def _pending_links(redis: Redis) -> dict[str, str]:
+    """Every link job waiting in Redis: its ID and the function it names."""
+    out = {}
+    for key in redis.scan_iter("rq:job:sched-*", count=1000):
+        job_id = key.decode().removeprefix("rq:job:")
+        try:
+            job = Job.fetch(job_id, connection=redis)
+        except Exception:  # noqa: BLE001 (gone between the scan and the read: it ran)
+            continue
+        if job.get_status(refresh=False) in ("queued", "scheduled", "deferred"):
+            out[job_id] = job.func_name
+    return out
+
+
+def _stop(process: Process) -> None:
+    """SIGTERM, as a service manager stops a unit, and its end awaited (it finishes what it runs)."""
+    process.stop(timeout=60)
+
+
+def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
+        tmp_path: Path, redis_server: RedisServer, database_url: str, request: pytest.FixtureRequest) -> None:
+    old = _previous_version(tmp_path / "previous")
+    redis = Redis.from_url(redis_server.url)
+    redis.flushall()
+    env = {"DATABASE_URL": database_url, "REDIS_URL": redis_server.url,
+           "RECUR_EXECUTION_LOG": str(tmp_path / "executions.log")}
+    token = token_for_env(env)
+    logs: list[Path] = []
+
+    def log(name: str) -> Path:
+        logs.append(tmp_path / f"{name}.log")
+        return logs[-1]
+
+    def api_of(port: int) -> Api:
+        return Api(f"http://127.0.0.1:{port}", token)
+
+    processes: list[Process] = []
+    try:
+        # 0.1.0 running: its web process and two workers, from its own files.
+        subprocess.run([sys.executable, "-m", "flask", "--app", "app:create_app", "db", "upgrade"], cwd=old,
+                       env={**env, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}, check=True,
+                       capture_output=True, timeout=120)
+        old_web, port = serve_web(env, log("old-web"), lambda p: api_of(p).answers(), cwd=old)
+        old_workers = [start_worker(env, log(f"old-worker-{i}"), "--concurrency", "2", cwd=old) for i in (1, 2)]
+        processes += [old_web, *old_workers]
+        api = api_of(port)
+        assert "version" not in api.ok("GET", "/api/v1/health/")  # 0.1.0 did not say
+        workflow = api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
+        ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"s{i}", "workflow_id": workflow["id"],
+                                                     "interval_seconds": 1, "catch_up": "all"})["id"]
+               for i in range(SCHEDULES)]
+        wait_for(lambda: all(len(api.runs(i)) >= 3 for i in ids), 60, what="three runs of each under 0.1.0")
+        # Links 0.1.0 queues and the new workers run: first ticks due after the last old process is gone.
+        late = [api.ok("POST", "/api/v1/schedules/", {"name": f"late{i}", "workflow_id": workflow["id"],
+                                                      "interval_seconds": LATE_SECONDS, "total_repeats": 1})["id"]
+                for i in range(3)]
+
+        # 1. The migrations, with 0.1.0 still running.
+        flask_command(env, "db", "upgrade")
+        # 2. The web process: the new one serves before the old one stops.
+        new_web, new_port = serve_web(env, log("new-web"), lambda p: api_of(p).answers())
+        processes.append(new_web)
+        _stop(old_web)
+        api = api_of(new_port)
+        assert api.ok("GET", "/api/v1/health/")["version"] == "0.2.0"
+        # 3. The workers one by one: a new one started, then an old one stopped.
+        for i, old_worker in enumerate(old_workers, 1):
+            new_worker = start_worker(env, log(f"new-worker-{i}"), "--concurrency", "2")
+            processes.append(new_worker)
+            wait_for(lambda w=new_worker: "Listening on" in w.output() or "runs 2 slots" in w.output(), 60,
+                     what="the new worker to listen")
+            _stop(old_worker)
+        left_by_old = {job_id for job_id, func in _pending_links(redis).items() if func == FORMER_LINK}
+        assert left_by_old, f"no link of 0.1.0's was waiting when its last process stopped ({LATE_SECONDS} s)"
+        wait_for(lambda: all(api.ok("GET", f"/api/v1/schedules/{i}/")["status"] == "done" for i in late),
+                 LATE_SECONDS + 30, interval=0.5, what="the links 0.1.0 queued to run on the new workers")
+        for process in processes[-2:]:
+            _stop(process)  # the new workers too: every run ended
+        runs = {schedule_id: api.runs(schedule_id) for schedule_id in ids + late}
+    except BaseException:
+        for path in logs:
+            print(f"----- {path.name}\n" + (path.read_text(errors="replace")[-2500:] if path.exists() else ""))
+        raise
+    finally:
+        for process in processes:
+            process.stop()
+    print_logs_if_failed(request.node, logs)
+
+    outcomes: dict[Attempt, Outcome] = {}
+    problems: list[str] = []
+    for schedule_id, items in runs.items():
+        ticks = sorted((r for r in items if r["reason"] is None), key=lambda r: r["repeat_number"])
+        for run in ticks:
+            outcomes[schedule_id, run["repeat_number"], run["retry_number"]] = (run["status"], run.get("error"))
+        if any(r["status"] != "succeeded" or r["retry_number"] != 0 for r in ticks):
+            problems.append(f"{schedule_id}: {[(r['repeat_number'], r['status'], r['retry_number']) for r in ticks]}")
+        nominal = [parse_instant(r["scheduled_for"]) for r in ticks]
+        if any(b - a != timedelta(seconds=1) for a, b in zip(nominal, nominal[1:], strict=False)):  # (late: one)
+            problems.append(f"{schedule_id}: ticks not one second apart: {nominal}")
+        if [r["repeat_number"] for r in ticks] != list(range(len(ticks))):
+            problems.append(f"{schedule_id}: repeats {[r['repeat_number'] for r in ticks]}")
+    assert problems == [], problems[:5]
+    starts = classify(parse((tmp_path / "executions.log").read_text().splitlines()), outcomes)
+    assert starts["unexplained"] == 0 and starts["ticks_started_more_than_once"] == 0, starts
+    assert starts["written_off_attempts"] == 0 and starts["runs_without_a_logged_start"] == 0, starts
+    ran = {f"sched-{sid}-n{repeat}-rc{retry}" for (sid, repeat, retry), (status, _) in outcomes.items()
+           if status == "succeeded"}
+    assert left_by_old <= ran, sorted(left_by_old - ran)[:5]
