@@ -10,70 +10,30 @@ checkout's own editable install of Recur)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import sysconfig
 import urllib.request
 from pathlib import Path
 
 import pytest
 from redis import Redis
 
-from harness.checkout import copy_of_the_checkout
 from harness.servers import LOOPBACK_EGRESS, ROOT, Process, RedisServer, free_port, wait_for
 from harness.stack import Api
+from harness.wheel import installed_wheel, run_checked
 
 pytestmark = pytest.mark.integration
 
 VERSION = "0.2.0"  # pyproject.toml's
-TEAM_TASKS = '''import os
-
-import recur
-
-
-@recur.task("acme.ping")
-def ping(event):
-    with open(os.environ["ACME_RUNS"], "a") as runs:
-        runs.write(event["scheduled_for"] + "\\n")
-'''
-
-
-def _run(argv: list[str], **kwargs: object) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, **kwargs)  # type: ignore[call-overload]
-    assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-3000:])
-    return str(done.stdout)
-
-
-def _installed(tmp_path: Path) -> Path:
-    """A new virtualenv with the built wheel in it, and the team's package `acme`: its bin directory."""
-    source = copy_of_the_checkout(tmp_path / "source")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-          str(tmp_path / "dist"), str(source)])
-    wheel = next((tmp_path / "dist").glob("recur-*.whl"))
-    _run([sys.executable, "-m", "venv", str(tmp_path / "venv")])
-    bin_dir = tmp_path / "venv" / "bin"
-    _run([str(bin_dir / "pip"), "install", "-q", "--no-deps", "--no-index", str(wheel)])
-    site = Path(_run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-                .strip())
-    team = tmp_path / "team"
-    (team / "acme").mkdir(parents=True)
-    (team / "acme" / "__init__.py").write_text("")
-    (team / "acme" / "jobs.py").write_text(TEAM_TASKS)
-    (site / "acme.pth").write_text(f"{team}\n")  # the team's package, installed as an editable install is
-    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return bin_dir
-
-
 def test_the_wheel_installed_elsewhere_runs_a_teams_schedule_and_serves_the_console(
         tmp_path: Path, redis_server: RedisServer) -> None:
-    bin_dir = _installed(tmp_path)
-    where = _run([str(bin_dir / "python"), "-c", "import json, sys, recur, recur_server, recur_cli, recur_client; "
-                  "modules = (recur, recur_server, recur_cli, recur_client); "
-                  "print(json.dumps([sys.path, [m.__file__ for m in modules]]))"], cwd=tmp_path)
+    bin_dir = installed_wheel(tmp_path)
+    where = run_checked([str(bin_dir / "python"), "-c",
+                         "import json, sys, recur, recur_server, recur_cli, recur_client; "
+                         "modules = (recur, recur_server, recur_cli, recur_client); "
+                         "print(json.dumps([sys.path, [m.__file__ for m in modules]]))"], cwd=tmp_path)
     path, files = json.loads(where)
     assert all(f.startswith(str(tmp_path / "venv")) for f in files), files
     assert str(ROOT) not in path and "" not in path[1:], path
-    assert _run([str(bin_dir / "recur"), "--version"]).strip() == f"recur {VERSION}"
+    assert run_checked([str(bin_dir / "recur"), "--version"]).strip() == f"recur {VERSION}"
 
     home = tmp_path / "home"  # the team's own directory, where its processes run
     home.mkdir()
@@ -81,8 +41,9 @@ def test_the_wheel_installed_elsewhere_runs_a_teams_schedule_and_serves_the_cons
     env = {**LOOPBACK_EGRESS, "PATH": f"{bin_dir}:/usr/bin:/bin", "REDIS_URL": redis_server.url,
            "DATABASE_URL": f"sqlite:///{home / 'recur.db'}", "RECUR_TASK_MODULES": "acme.jobs",
            "ACME_RUNS": str(home / "runs.txt")}
-    _run([str(bin_dir / "recur"), "manage", "db", "upgrade"], cwd=home, env=env)
-    token = _run([str(bin_dir / "recur"), "manage", "owners", "bootstrap"], cwd=home, env=env).strip().splitlines()[-1]
+    run_checked([str(bin_dir / "recur"), "manage", "db", "upgrade"], cwd=home, env=env)
+    bootstrap = run_checked([str(bin_dir / "recur"), "manage", "owners", "bootstrap"], cwd=home, env=env)
+    token = bootstrap.strip().splitlines()[-1]
     port = free_port()
     logs = [tmp_path / "web.log", tmp_path / "worker.log"]
     web = Process([str(bin_dir / "recur"), "server", "--bind", f"127.0.0.1:{port}", "--workers", "1"], env, logs[0],
