@@ -211,3 +211,13 @@ class PrimaryStandby:
 def _append_as_owner(path: Path, text: str) -> None:
     with open(path, "a") as fh:  # root may write it; its owner stays `postgres`
         fh.write(text)
+
+
+def server_on(address: str, network: str) -> PgServer:
+    """A started server of a test's own that also listens on `address` and trusts user `recur` from `network`
+    (e.g. 10.203.0.0/24: the hosts of harness.netns); `destroy()` it afterwards."""
+    server = PgServer(_new_directory(), settings={"listen_addresses": f"127.0.0.1,{address}"})
+    server.initdb()
+    _append_as_owner(server.data / "pg_hba.conf", f"host all recur {network} trust\n")
+    server.start()
+    return server

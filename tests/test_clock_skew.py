@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from redis import Redis
 
+from harness.faketime import faketime_env
 from harness.servers import Process, RedisServer, start_worker, wait_for
 from harness.stack import parse_instant, serve_api
 from recur_server.workers.background import RECONCILE_LOCK
@@ -32,25 +33,6 @@ pytestmark = pytest.mark.integration
 SCHEDULES = 50
 SKEW = int(os.environ.get("RECUR_SKEW_SHIFT", "4"))  # seconds each shifted host's wall clock is off
 STAMPS = "test:began"  # where the task records when it really began, by the cluster clock
-
-
-def faketime_env(shift: str) -> dict[str, str]:
-    """What a process needs in its environment for its wall clock (only) to be off by `shift`."""
-    try:
-        import libfaketime
-
-        library = Path(libfaketime.get_reload_information()[1]["LD_LIBRARY_PATH"]) / "libfaketime.so.1"
-    except (ImportError, RuntimeError, KeyError) as exc:
-        pytest.skip(f"libfaketime's shared library cannot be found ({exc!r}); pip install -e '.[test]'")
-    if not library.is_file():
-        pytest.skip(f"libfaketime's shared library is not where its package says: {library}")
-    return {
-        "LD_PRELOAD": str(library),
-        "FAKETIME": shift,
-        # Only the wall clock is off, as on a real host (and Event.wait(timeout) keeps working).
-        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-        "FAKETIME_NO_CACHE": "1",
-    }
 
 
 def cluster_now(redis: Redis) -> datetime:
