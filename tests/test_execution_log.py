@@ -23,7 +23,7 @@ def test_every_body_start_appends_one_line(chain_app, fake_clock, tmp_path):
     schedule = _two_flaky_ticks(chain_app, fake_clock, log_path)
 
     starts = parse(log_path.read_text().splitlines())
-    runs = runs_of(schedule.id)
+    runs = [r for r in runs_of(schedule.id) if r.reason is None]  # not the row of the ticks skipped meanwhile
     assert [(s.schedule_id, s.repeat, s.retry, s.scheduled_for) for s in starts] == [
         (r.schedule_id, r.repeat_number, r.retry_number, r.scheduled_for) for r in runs]
     assert len(starts) == 4 and all(s.pid > 0 for s in starts)

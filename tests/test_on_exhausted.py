@@ -24,8 +24,11 @@ def test_continue_gives_up_the_tick_and_runs_the_next_ones(chain_app, fake_clock
         step(chain_app, fake_clock)
     row = fresh(schedule.id)
     assert row.status == ScheduleStatus.ACTIVE.value
-    assert [(r.repeat_number, r.retry_number, r.status) for r in runs_of(schedule.id)] == [
+    runs = runs_of(schedule.id)
+    assert [(r.repeat_number, r.retry_number, r.status) for r in runs if r.reason is None] == [
         (0, 0, "failed"), (0, 1, "failed"), (1, 0, "failed"), (1, 1, "failed"), (2, 0, "failed")]
+    # The slot each tick's retry ran at passed during its retries: the overlap policy's, one skipped row each.
+    assert [(r.reason, r.ticks, r.status) for r in runs if r.reason is not None] == [("overlap", 1, "skipped")] * 2
     assert (row.current_repeat, row.current_retry, row.run_count, row.error_count) == (2, 1, 0, 5)
     assert row.next_run_at is not None and len(scheduled_ids(chain_app)) == 1
 
@@ -40,7 +43,10 @@ def test_continue_on_a_cron_schedule_goes_on_to_the_next_slot(chain_app, fake_cl
     assert retried.minute % 5 == 0 and row.next_run_at == retried + timedelta(minutes=5)
     planned = row.next_run_at
     assert step(chain_app, fake_clock) == planned
-    assert [(r.repeat_number, r.retry_number) for r in runs_of(schedule.id)] == [(0, 0), (0, 1), (1, 0)]
+    runs = runs_of(schedule.id)
+    assert [(r.repeat_number, r.retry_number) for r in runs if r.reason is None] == [(0, 0), (0, 1), (1, 0)]
+    # The slot the retry ran at passed while the tick was retried: skipped, one row (docs/semantics.md).
+    assert [(r.reason, r.ticks, r.scheduled_for) for r in runs if r.reason is not None] == [("overlap", 1, retried)]
 
 
 def test_continue_with_no_further_tick_is_done(chain_app, fake_clock):

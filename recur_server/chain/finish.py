@@ -66,8 +66,12 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
             return outside
         paused = False
         not_run: list[tuple[str, Gap]] = []
+        tick = nominal
+        if schedule.current_retry > 0:  # a retry: the tick itself came due at its first attempt's time
+            first = tx.execute(rows.TICK_NOMINAL, {"p_id": schedule_id, "p_repeat": schedule.current_repeat})
+            tick = first[0][0] if first else nominal
         try:
-            paused = outcome.apply(schedule, status, error, nominal, now, not_run)
+            paused = outcome.apply(schedule, status, error, nominal, now, not_run, tick=tick)
         except Exception as exc:  # its next tick cannot be planned: the run keeps its outcome, the chain stops
             invalid.invalidate(schedule, exc)
         tx.execute(rows.SAVE_CHAIN_STATE,

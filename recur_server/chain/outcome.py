@@ -15,14 +15,17 @@ from recur_server.policies import CatchUpPolicy, Gap, OverlapPolicy
 
 
 def apply(schedule: Schedule, status: RunStatus, error: str | None, nominal: datetime,
-          now: datetime, gaps: list[tuple[str, Gap]]) -> bool:
-    """Advance the schedule (in memory) by the outcome; True when on_exhausted=pause paused it."""
+          now: datetime, gaps: list[tuple[str, Gap]], tick: datetime | None = None) -> bool:
+    """Advance the schedule (in memory) by the outcome; True when on_exhausted=pause paused it. `nominal` is
+    the run's own time (a retry's: when it was due); `tick` the tick's (its first attempt's), from which the
+    chain goes on: ticks that came due while the tick was retried are the overlap policy's."""
+    tick = nominal if tick is None else tick
     schedule.running_run_id = None
     schedule.updated_at = now
     if status is RunStatus.SKIPPED:
         # Another run of the schedule was still alive: this tick is consumed without running, and the
         # chain moves on to the next tick (current_repeat counts ticks; run_count counts successes).
-        next_tick(schedule, nominal, now, gaps)
+        next_tick(schedule, tick, now, gaps)
     elif status is RunStatus.SUCCEEDED:
         schedule.run_count += 1
         schedule.last_error = None
@@ -31,13 +34,13 @@ def apply(schedule: Schedule, status: RunStatus, error: str | None, nominal: dat
             schedule.current_retry = 0
             end(schedule, ScheduleStatus.DONE)
         else:
-            next_tick(schedule, nominal, now, gaps)
+            next_tick(schedule, tick, now, gaps)
     else:
         schedule.error_count += 1
         schedule.last_error = error
         schedule.current_retry += 1
         if schedule.current_retry > schedule.max_retries:
-            return exhausted(schedule, error, nominal, now, gaps)
+            return exhausted(schedule, error, tick, now, gaps)
         if schedule.status == ScheduleStatus.ACTIVE.value:
             schedule.next_run_at = planning.retry_at(schedule, nominal, now)
     return False

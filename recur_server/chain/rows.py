@@ -92,6 +92,13 @@ FINISH_RUN = rawsql.Statement(
     .returning(RUNS.c.schedule_id, RUNS.c.scheduled_for, RUNS.c.started_at, RUNS.c.trigger,
                RUNS.c.triggered_by_run_id)
 )
+# A tick's own nominal time, from its first attempt (a retry's run is stamped with the retry's time): the
+# chain goes on from it, so that the ticks that came due while the tick was retried are the overlap policy's.
+TICK_NOMINAL = rawsql.Statement(
+    select(RUNS.c.scheduled_for)
+    .where((RUNS.c.schedule_id == bindparam("p_id")) & (RUNS.c.repeat_number == bindparam("p_repeat"))
+           & (RUNS.c.retry_number == 0))
+)
 # What the task left behind, beside the run it finished (only when it left something).
 RECORD_OUTPUT = rawsql.Statement(insert(RunOutput.__table__).values(
     run_id=bindparam("p_run_id"), traceback=bindparam("p_traceback"), output=bindparam("p_output"),
