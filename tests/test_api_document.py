@@ -14,6 +14,7 @@ from flask import Flask
 from flask.views import MethodView
 from flask_smorest import Api, Blueprint
 
+from harness.servers import LOOPBACK_EGRESS
 from recur_server.api.authentication import OPEN_ENDPOINTS
 from recur_server.api.blueprint import ALWAYS
 
@@ -88,3 +89,26 @@ def test_every_operation_has_its_operation_id_security_and_error_statuses(client
     assert health["operationId"] == "get_health" and "401" not in health["responses"]
     assert health["responses"]["503"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/HealthOut"}
+
+
+def test_apps_after_the_first_share_the_document_which_is_the_one_written_anew(app, client) -> None:  # type: ignore[no-untyped-def]
+    """recur_server/api/document.py writes the document once per process (per set of tasks): a second app serves
+    the first's, and that is the document an app writes when nothing was written before it."""
+    from recur_server import create_app
+    from recur_server.api import document as module
+    from recur_server.tasks import task_names
+
+    config = {"TESTING": True, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "REDIS_URL": "redis://fake",
+              "RECUR_TASK_MODULES": ["harness.jobs"], **LOOPBACK_EGRESS}
+    second = create_app(config)
+    assert second.extensions["recur.openapi"].spec is app.extensions["recur.openapi"].spec
+    assert module._WRITTEN[tuple(task_names())] is second.extensions["recur.openapi"].spec
+    shared = second.test_client().get("/api/openapi.json").get_json()
+    module._WRITTEN.clear()
+    third = create_app(config)
+    assert third.extensions["recur.openapi"].spec is not app.extensions["recur.openapi"].spec
+    written = third.test_client().get("/api/openapi.json").get_json()
+    assert written == shared == client.get("/api/openapi.json").get_json()
+    # The shared document's app still routes and guards the API: flask-smorest's own bookkeeping is done too.
+    assert second.test_client().get("/api/v1/workflows/").status_code == 401
+    assert second.extensions["flask-smorest"]["blp_name_to_api"]["api"] is second.extensions["recur.openapi"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from apispec.ext.marshmallow.common import resolve_schema_cls
 from flask import Blueprint, Flask, Response, current_app, send_from_directory
@@ -60,8 +61,15 @@ class RulesPlugin(MarshmallowPlugin):
         return document
 
 
+# The document follows from the code and the registered tasks alone, and writing it is most of an app's start
+# (apispec converts every schema): written once per process for each set of tasks, and shared by the apps the
+# process makes after the first (the tests make one per test). Read-only once written.
+_WRITTEN: dict[tuple[str, ...], APISpec] = {}
+
+
 class RecurApi(Api):  # type: ignore[misc]
-    """flask-smorest's Api, answering errors in Recur's shape (recur_server.api.errors handles every error)."""
+    """flask-smorest's Api, answering errors in Recur's shape (recur_server.api.errors handles every error) and
+    writing the document once per process (_WRITTEN)."""
 
     ERROR_SCHEMA = ErrorOut
     DEFAULT_ERROR_RESPONSE_NAME = None  # each operation lists the statuses it can answer, not a catch-all
@@ -69,20 +77,33 @@ class RecurApi(Api):  # type: ignore[misc]
     def _register_error_handlers(self) -> None:
         """Recur's handlers (recur_server.api.errors.init_app) answer every error, in one shape."""
 
+    def register_blueprint(self, blp: Any, *, parameters: Any = None, **options: Any) -> None:
+        registered = tuple(task_names())
+        written = _WRITTEN.get(registered)
+        if written is not None:
+            # What flask-smorest's register_blueprint does but for writing the document (flask-smorest 0.47;
+            # tests/test_api_document.py compares the document of a second app with a first's).
+            self._app.extensions["flask-smorest"]["blp_name_to_api"][options.get("name", blp.name)] = self
+            self._app.register_blueprint(blp, **options)
+            self.spec = written
+            return
+        self.ma_plugin.converter.add_attribute_function(registered_tasks)
+        self.spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
+        for status, text in ERRORS.items():
+            self.spec.components.response(f"E{status}", {
+                "description": text, "content": {"application/json": {"schema": ErrorOut}}})
+        super().register_blueprint(blp, parameters=parameters, **options)
+        _WRITTEN[registered] = self.spec
+
 
 def init_app(app: Flask) -> None:
-    """Register the API's blueprint and write its operations into the document."""
+    """Register the API's blueprint, with its operations written into the document."""
     document = RecurApi(spec_kwargs={
         "marshmallow_plugin": RulesPlugin(schema_name_resolver=schema_name),
         "title": TITLE, "version": VERSION, "openapi_version": "3.0.3",
         "info": {"description": "Recurring jobs as self-rescheduling RQ chains. Every operation but health needs "
                                 "`Authorization: Bearer <token>`."}})
     document.init_app(app)
-    document.ma_plugin.converter.add_attribute_function(registered_tasks)
-    document.spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
-    for status, text in ERRORS.items():
-        document.spec.components.response(f"E{status}", {
-            "description": text, "content": {"application/json": {"schema": ErrorOut}}})
     guard.protect(app, api)
     document.register_blueprint(api)
     app.extensions["recur.openapi"] = document
