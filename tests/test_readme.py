@@ -16,9 +16,7 @@ import os
 import re
 import signal
 import subprocess
-import threading
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,83 +24,16 @@ from typing import Any
 import pytest
 
 from harness.checkout import copy_of_the_checkout
+from harness.markdown_blocks import Shell, marked_blocks
 from harness.servers import free_port, print_logs_if_failed, wait_for
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
-BLOCK = re.compile(r"^<!-- ([a-z-]+) -->\n```bash\n(.*?)^```$", re.M | re.S)
 
 
 # A line some process Recur started logged (Python's logging, gunicorn, redis-server), not scripts/up's own.
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d|\[\d{4}-\d\d-\d\d |\d+:[A-Za-z])")
-
-
-def marked_blocks(path: Path) -> list[tuple[str, str]]:
-    """(marker, script) of each marked bash block of a Markdown file, in order."""
-    return [(m.group(1), m.group(2)) for m in BLOCK.finditer(path.read_text())]
-
-
-class Shell:
-    """One bash process, as the user's second shell: blocks run in it one after another, sharing variables."""
-
-    def __init__(self, cwd: Path, env: dict[str, str], workdir: Path) -> None:
-        self._workdir = workdir
-        self._proc = subprocess.Popen(["bash"], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        self._lines: list[str] = []
-        self._cond = threading.Condition()
-        self._closed = False
-        threading.Thread(target=self._read, daemon=True).start()
-        self.transcript: list[str] = []
-        self.run("set -euo pipefail")
-
-    def _read(self) -> None:
-        assert self._proc.stdout is not None
-        for line in self._proc.stdout:
-            with self._cond:
-                self._lines.append(line.rstrip("\n"))
-                self._cond.notify_all()
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def run(self, script: str, timeout: float = 120) -> str:
-        """Run `script` in the shell (sourced from a file: nothing in it can read the next block as input);
-        its output. A command that fails ends the shell, and the test, with the transcript."""
-        path = self._workdir / f"block-{uuid.uuid4().hex}.sh"
-        path.write_text(script)
-        marker = f"--- block done {uuid.uuid4().hex}"
-        self.transcript.append(f"$ {script.strip()}")
-        assert self._proc.stdin is not None
-        with self._cond:
-            start = len(self._lines)
-        self._proc.stdin.write(f"source {path}\necho '{marker}'\n")
-        self._proc.stdin.flush()
-        with self._cond:
-            done = self._cond.wait_for(lambda: marker in self._lines[start:] or self._closed, timeout)
-            output = self._lines[start:]
-        if marker in output:
-            output = output[:output.index(marker)]
-        self.transcript.extend(output)
-        assert done and not self._closed, "the block failed or hung:\n" + "\n".join(self.transcript[-60:])
-        return "\n".join(output)
-
-    def value(self, name: str) -> str:
-        return self.run(f'echo "${name}"').strip()
-
-    def close(self) -> None:
-        assert self._proc.stdin is not None
-        self._proc.stdin.close()
-        try:
-            self._proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait(10)
-        with self._cond:
-            self._cond.wait_for(lambda: self._closed, 10)
-        assert self._proc.stdout is not None
-        self._proc.stdout.close()
 
 
 class FirstShell:
