@@ -5,24 +5,35 @@ its task, the console answers, and the version shows everywhere it is promised.
 
 The tests' network namespace has no index to install from: the wheel is installed without its dependencies,
 which the new virtualenv reads from the checkout's (a path in a .pth file: only the packages, not the
-checkout's own editable install of Recur)."""
+checkout's own editable install of Recur).
+
+The sdist built from a copy of the checkout holds what the wheel holds, and installed (pip builds it into a
+wheel, offline) it is the same files, which run: `recur manage db upgrade` finds its migrations."""
 
 from __future__ import annotations
 
 import json
+import tarfile
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
 from redis import Redis
 
+from harness.checkout import copy_of_the_checkout
 from harness.servers import LOOPBACK_EGRESS, ROOT, Process, RedisServer, free_port, wait_for
 from harness.stack import Api
-from harness.wheel import installed_wheel, run_checked
+from harness.wheel import build_sdist, build_wheel, install, installed_wheel, new_virtualenv, run_checked
 
 pytestmark = pytest.mark.integration
 
 VERSION = "0.2.0"  # pyproject.toml's
+# Besides the modules, what Recur reads from its package at run time: each file here must ship.
+DATA_DIRECTORIES = ("recur_server/console/templates", "recur_server/console/static", "recur_server/migrations",
+                    "recur_server/processes")
+
+
 def test_the_wheel_installed_elsewhere_runs_a_teams_schedule_and_serves_the_console(
         tmp_path: Path, redis_server: RedisServer) -> None:
     bin_dir = installed_wheel(tmp_path)
@@ -75,3 +86,34 @@ def test_the_wheel_installed_elsewhere_runs_a_teams_schedule_and_serves_the_cons
     finally:
         web.stop()
         worker.stop()
+
+
+def test_the_sdist_holds_what_the_wheel_holds_and_installs_the_same_files(tmp_path: Path) -> None:
+    source = copy_of_the_checkout(tmp_path / "source")
+    with zipfile.ZipFile(build_wheel(source, tmp_path / "dist")) as wheel:
+        in_wheel = {name for name in wheel.namelist() if ".dist-info/" not in name}
+    shipped = {str(p.relative_to(ROOT)) for directory in DATA_DIRECTORIES for p in (ROOT / directory).rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
+    assert "recur_server/console/templates/base.html" in shipped and "recur_server/migrations/env.py" in shipped
+    assert shipped - in_wheel == set()
+    sdist = build_sdist(source, tmp_path / "sdist")
+    assert sdist.name == f"recur-{VERSION}.tar.gz"
+    with tarfile.open(sdist) as archive:
+        in_sdist = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert in_wheel - in_sdist == set()
+
+    bin_dir = new_virtualenv(tmp_path / "venv")
+    install(bin_dir, sdist)
+    record = next((tmp_path / "venv").glob("lib/python*/site-packages/recur-*.dist-info/RECORD"))
+    installed = {line.split(",")[0] for line in record.read_text().splitlines()}
+    installed -= {name for name in installed if ".dist-info/" in name or "__pycache__" in name or name[0] == "."}
+    assert installed == in_wheel  # the package files, without the metadata, compiled files and bin/recur
+    assert run_checked([str(bin_dir / "recur"), "--version"]).strip() == f"recur {VERSION}"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "DATABASE_URL": f"sqlite:///{home / 'recur.db'}"}
+    run_checked([str(bin_dir / "recur"), "manage", "db", "upgrade"], cwd=home, env=env)
+    tables = json.loads(run_checked([str(bin_dir / "python"), "-c", "import json, sqlite3, sys; print(json.dumps("
+                                     "[r[0] for r in sqlite3.connect(sys.argv[1]).execute('select name from "
+                                     "sqlite_master where type = ?', ('table',))]))", str(home / "recur.db")]))
+    assert {"alembic_version", "scheduled_jobs", "runs", "owners"} <= set(tables), tables
