@@ -104,3 +104,30 @@ def test_schedules_from_before_on_exhausted_keep_dying_when_retries_run_out(empt
         finally:
             db.session.remove()
             db.engine.dispose()
+
+
+def test_a_start_on_an_older_schema_migrates_and_one_at_the_newest_runs_no_migration(
+        empty_database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from flask_migrate import upgrade
+
+    from recur_server.infra.extensions import MIGRATIONS_DIR
+    from recur_server.services import schema
+
+    app = create_app({"TESTING": True, "DATABASE_URL": empty_database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
+    with app.app_context():
+        try:
+            assert not schema.at_head(db.engine)  # a new database: no schema at all
+            upgrade(directory=MIGRATIONS_DIR, revision="0002")
+            assert not schema.at_head(db.engine)
+            ensure_schema(app)
+            assert schema.at_head(db.engine)
+            with db.engine.connect() as conn:
+                assert set(conn.execute(text("SELECT version_num FROM alembic_version")).scalars()) == \
+                    set(schema.head_revisions())
+            runs: list[str] = []
+            monkeypatch.setattr(schema, "upgrade", lambda **kwargs: runs.append("upgrade"))
+            ensure_schema(app)
+            assert runs == []
+        finally:
+            db.session.remove()
+            db.engine.dispose()

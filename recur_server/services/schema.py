@@ -3,12 +3,15 @@ wsgi.py)."""
 
 from __future__ import annotations
 
+import functools
 import time
 
+from alembic.config import Config
+from alembic.script import ScriptDirectory
 from flask import Flask
 from flask_migrate import upgrade
-from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError
 
 from recur_server import models  # noqa: F401  (registers the tables)
 from recur_server.infra import extensions
@@ -22,6 +25,8 @@ def ensure_schema(app: Flask, attempts: int = 20) -> None:
     on PostgreSQL an advisory lock makes them take turns; on SQLite a lost race is retried."""
     with app.app_context():
         engine = extensions.db.engine
+        if at_head(engine):  # every start after the first: no migration to load or run
+            return
         for attempt in range(attempts):
             try:
                 if engine.dialect.name == "postgresql":
@@ -40,3 +45,21 @@ def ensure_schema(app: Flask, attempts: int = 20) -> None:
                 if attempt == attempts - 1:
                     raise
                 time.sleep(0.1 * (attempt + 1))
+
+
+@functools.cache
+def head_revisions() -> frozenset[str]:
+    """The newest migration(s) of this version's migrations directory (read once per process)."""
+    config = Config()
+    config.set_main_option("script_location", extensions.MIGRATIONS_DIR)
+    return frozenset(ScriptDirectory.from_config(config).get_heads())
+
+
+def at_head(engine: Engine) -> bool:
+    """Whether the database is at the newest migration already (no schema, or an older one: False)."""
+    try:
+        with engine.connect() as conn:
+            current = frozenset(conn.execute(text("SELECT version_num FROM alembic_version")).scalars())
+    except DBAPIError:  # no alembic_version table: a new database
+        return False
+    return current == head_revisions()
