@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, StatementError
 from sqlalchemy.sql.expression import Executable
@@ -215,7 +214,7 @@ def transaction(engine: Engine, pipelined: bool = False) -> Iterator[Transaction
     driver has one (psycopg); elsewhere it changes nothing."""
     connection = engine.raw_connection()
     try:
-        pipeline = _pipeline(connection) if pipelined else None
+        pipeline = _pipeline(connection, engine.dialect.loaded_dbapi) if pipelined else None
         with pipeline if pipeline is not None else contextlib.nullcontext():
             tx = Transaction(connection, engine.dialect, pipelined=pipeline is not None)
             tx._begin()
@@ -233,10 +232,11 @@ def transaction(engine: Engine, pipelined: bool = False) -> Iterator[Transaction
         connection.close()
 
 
-def _pipeline(connection: Any) -> Any:
-    """psycopg's pipeline mode on this pooled connection, or None (another driver, or a libpq without it)."""
-    dbapi = connection.dbapi_connection
-    pipeline = getattr(dbapi, "pipeline", None)
+def _pipeline(connection: Any, driver: Any) -> Any:
+    """psycopg's pipeline mode on this pooled connection, or None (another driver, or a libpq without it).
+    `driver` is the engine's DBAPI module (psycopg itself on PostgreSQL): psycopg is imported by the engine
+    that uses it, not by every process (a fifth of a process's imports on SQLite)."""
+    pipeline = getattr(connection.dbapi_connection, "pipeline", None)
     if pipeline is None:
         return None
-    return pipeline() if psycopg.Pipeline.is_supported() else None
+    return pipeline() if driver.Pipeline.is_supported() else None
