@@ -91,24 +91,31 @@ def test_every_operation_has_its_operation_id_security_and_error_statuses(client
         "$ref": "#/components/schemas/HealthOut"}
 
 
-def test_apps_after_the_first_share_the_document_which_is_the_one_written_anew(app, client) -> None:  # type: ignore[no-untyped-def]
-    """recur_server/api/document.py writes the document once per process (per set of tasks): a second app serves
-    the first's, and that is the document an app writes when nothing was written before it."""
+def test_the_document_is_written_when_first_read_once_per_process_the_same_for_every_app(app, client) -> None:  # type: ignore[no-untyped-def]
+    """recur_server/api/document.py writes the document when it is first read (a worker never reads it), once per
+    process and set of tasks: the apps made after share it, and it is the one an app writes anew."""
+    import json
+
     from recur_server import create_app
     from recur_server.api import document as module
     from recur_server.tasks import task_names
 
     config = {"TESTING": True, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "REDIS_URL": "redis://fake",
               "RECUR_TASK_MODULES": ["harness.jobs"], **LOOPBACK_EGRESS}
-    second = create_app(config)
-    assert second.extensions["recur.openapi"].spec is app.extensions["recur.openapi"].spec
-    assert module._WRITTEN[tuple(task_names())] is second.extensions["recur.openapi"].spec
-    shared = second.test_client().get("/api/openapi.json").get_json()
+    first = client.get("/api/openapi.json").get_json()
     module._WRITTEN.clear()
-    third = create_app(config)
-    assert third.extensions["recur.openapi"].spec is not app.extensions["recur.openapi"].spec
-    written = third.test_client().get("/api/openapi.json").get_json()
-    assert written == shared == client.get("/api/openapi.json").get_json()
-    # The shared document's app still routes and guards the API: flask-smorest's own bookkeeping is done too.
-    assert second.test_client().get("/api/v1/workflows/").status_code == 401
-    assert second.extensions["flask-smorest"]["blp_name_to_api"]["api"] is second.extensions["recur.openapi"]
+    fresh = create_app(config)
+    assert module._WRITTEN == {}  # an app's start writes nothing
+    # The API routes and guards without its document: flask-smorest's own bookkeeping is done.
+    assert fresh.test_client().get("/api/v1/workflows/").status_code == 401
+    assert fresh.extensions["flask-smorest"]["blp_name_to_api"]["api"] is fresh.extensions["recur.openapi"]
+    written = fresh.test_client().get("/api/openapi.json").get_json()
+    assert list(module._WRITTEN) == [tuple(task_names())]
+    assert written == first
+    second = create_app(config)
+    assert second.extensions["recur.openapi"].spec is fresh.extensions["recur.openapi"].spec
+    assert second.test_client().get("/api/openapi.json").get_json() == written
+    # flask-smorest's `openapi print` (`recur manage openapi print`) reads the same document.
+    module._WRITTEN.clear()
+    printed = create_app(config).test_cli_runner().invoke(args=["openapi", "print"])
+    assert printed.exit_code == 0 and json.loads(printed.output) == written

@@ -5,6 +5,7 @@ declarations that validate requests and dump answers; served at /api/openapi.jso
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from apispec import APISpec
@@ -61,43 +62,72 @@ class RulesPlugin(MarshmallowPlugin):
         return document
 
 
-# The document follows from the code and the registered tasks alone, and writing it is most of an app's start
-# (apispec converts every schema): written once per process for each set of tasks, and shared by the apps the
-# process makes after the first (the tests make one per test). Read-only once written.
+# The document follows from the code and the registered tasks alone, and writing it (apispec converts every
+# schema) took most of an app's start: it is written when first read (the document's URL, flask-smorest's
+# `openapi` commands), once per process for each set of tasks, and shared by the apps the process makes after
+# (the tests make one per test). A worker never writes it. Read-only once written.
 _WRITTEN: dict[tuple[str, ...], APISpec] = {}
+_WRITING = threading.Lock()
 
 
 class RecurApi(Api):  # type: ignore[misc]
-    """flask-smorest's Api, answering errors in Recur's shape (recur_server.api.errors handles every error) and
-    writing the document once per process (_WRITTEN)."""
+    """flask-smorest's Api, answering errors in Recur's shape (recur_server.api.errors handles every error),
+    writing the document when it is first read (_WRITTEN)."""
 
     ERROR_SCHEMA = ErrorOut
     DEFAULT_ERROR_RESPONSE_NAME = None  # each operation lists the statuses it can answer, not a catch-all
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._unwritten: list[tuple[Any, Any, dict[str, Any]]] = []
+        self._spec: APISpec | None = None
+        super().__init__(*args, **kwargs)
+
+    @property
+    def spec(self) -> APISpec | None:
+        """The document, written first if a blueprint's operations are not in it yet."""
+        if self._unwritten:
+            self._write()
+        return self._spec
+
+    @spec.setter
+    def spec(self, value: APISpec | None) -> None:
+        self._spec = value
 
     def _register_error_handlers(self) -> None:
         """Recur's handlers (recur_server.api.errors.init_app) answer every error, in one shape."""
 
     def register_blueprint(self, blp: Any, *, parameters: Any = None, **options: Any) -> None:
-        registered = tuple(task_names())
-        written = _WRITTEN.get(registered)
-        if written is not None:
-            # What flask-smorest's register_blueprint does but for writing the document (flask-smorest 0.47;
-            # tests/test_api_document.py compares the document of a second app with a first's).
-            self._app.extensions["flask-smorest"]["blp_name_to_api"][options.get("name", blp.name)] = self
-            self._app.register_blueprint(blp, **options)
-            self.spec = written
-            return
-        self.ma_plugin.converter.add_attribute_function(registered_tasks)
-        self.spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
-        for status, text in ERRORS.items():
-            self.spec.components.response(f"E{status}", {
-                "description": text, "content": {"application/json": {"schema": ErrorOut}}})
-        super().register_blueprint(blp, parameters=parameters, **options)
-        _WRITTEN[registered] = self.spec
+        """flask-smorest's (0.47), but for writing the blueprint's operations into the document, which waits
+        until it is read (tests/test_api_document.py checks the document and the routing both)."""
+        self._app.extensions["flask-smorest"]["blp_name_to_api"][options.get("name", blp.name)] = self
+        self._app.register_blueprint(blp, **options)
+        self._unwritten.append((blp, parameters, options))
+
+    def _write(self) -> None:
+        with _WRITING:
+            if not self._unwritten:
+                return
+            registered = tuple(task_names())
+            written = _WRITTEN.get(registered)
+            if written is None:
+                spec = self._spec
+                assert spec is not None, "written after init_app"
+                self.ma_plugin.converter.add_attribute_function(registered_tasks)
+                spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
+                for status, text in ERRORS.items():
+                    spec.components.response(f"E{status}", {
+                        "description": text, "content": {"application/json": {"schema": ErrorOut}}})
+                for blp, parameters, options in self._unwritten:
+                    name = options.get("name", blp.name)
+                    blp.register_views_in_doc(self, self._app, spec, name=name, parameters=parameters)
+                    spec.tag({"name": name, "description": blp.description})
+                written = _WRITTEN[registered] = spec
+            self._spec = written
+            self._unwritten.clear()
 
 
 def init_app(app: Flask) -> None:
-    """Register the API's blueprint, with its operations written into the document."""
+    """Register the API's blueprint; its operations are written into the document when it is first read."""
     document = RecurApi(spec_kwargs={
         "marshmallow_plugin": RulesPlugin(schema_name_resolver=schema_name),
         "title": TITLE, "version": VERSION, "openapi_version": "3.0.3",
