@@ -1,8 +1,8 @@
 from __future__ import annotations
 
+import collections
 import os
 import shutil
-import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +18,7 @@ from harness.databases import PostgresDatabases, SqliteDatabases
 from harness.pgcluster import POSTGRES_BIN, PgServer, single_server
 from harness.receiver import Receiver
 from harness.servers import LOOPBACK_EGRESS, RedisServer, free_port, print_logs_if_failed
+from harness.shards import shards
 from harness.stack import Stack
 from harness.tokens import authorized_client, token_for_app
 from recur_server import create_app
@@ -67,24 +68,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     would run the same code again. A test that reaches the database by another way than the
     `database_url` (or `empty_database_url`) fixture says so with the `database` marker. With
     RECUR_TEST_SHARD, only this shard's test files."""
-    keep: list[pytest.Item] = []
-    drop: list[pytest.Item] = []
     shard = _shard()
-    for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        uses_database = fixtures & {"database_url", "empty_database_url"} or item.get_closest_marker("database")
-        wanted = uses_database or not os.environ.get("RECUR_TEST_POSTGRES")
-        if shard is not None:
-            wanted = wanted and zlib.crc32(item.path.name.encode()) % shard[1] == shard[0]
-        (keep if wanted else drop).append(item)
+    in_pass = [item for item in items if _in_this_pass(item)]
+    placed: dict[str, int] = {}
+    if shard is not None:
+        per_file = collections.Counter(item.path.name for item in in_pass)
+        placed = shards(per_file, shard[1], "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite")
+    keep = [item for item in in_pass if shard is None or placed[item.path.name] == shard[0]]
+    kept = set(map(id, keep))
+    drop = [item for item in items if id(item) not in kept]
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
 
 
+def _in_this_pass(item: pytest.Item) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    uses_database = fixtures & {"database_url", "empty_database_url"} or item.get_closest_marker("database")
+    return bool(uses_database or not os.environ.get("RECUR_TEST_POSTGRES"))
+
+
 def _shard() -> tuple[int, int] | None:
-    """RECUR_TEST_SHARD="i/n" (1 <= i <= n): this process runs the test files whose name hashes to shard i of
-    n (scripts/test runs the SQLite pass as two shards at once: most of a pass waits on real processes)."""
+    """RECUR_TEST_SHARD="i/n" (1 <= i <= n): this process runs shard i of the n of its pass's test files
+    (harness/shards.py deals them out by their measured time; scripts/test runs each pass as two shards)."""
     value = os.environ.get("RECUR_TEST_SHARD", "")
     if not value:
         return None
