@@ -44,8 +44,8 @@ def init_app(app: Flask) -> None:
             db.session.flush()
         issued = issue(admin, "first token", now)
         db.session.commit()
-        click.echo(f"Admin token for owner {admin.name!r}, shown only once (more: flask --app recur_server:create_app "
-                   "owners create NAME, or tokens create OWNER_NAME):")
+        click.echo(f"Admin token for owner {admin.name!r}, shown only once (more: `recur manage owners create NAME` "
+                   "or `recur manage tokens create OWNER_NAME`; in a checkout, flask --app recur_server:create_app):")
         click.echo(issued.secret)
 
     @tokens.command("create")
