@@ -166,7 +166,9 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None, captured:
             if along is not None:
                 along(pipe)
             pipe.execute()
-    log.info("run %s %s", prepared.claim.run_id, status.value)
+    event = prepared.event  # a link's one line at INFO (recur_server.infra.logs: RQ's own are at DEBUG)
+    log.info("run %s %s: schedule %s tick %s attempt %s for %s", prepared.claim.run_id, status.value,
+             event["scheduled_job_id"], event["repeat_number"], event["retry_number"] + 1, event["scheduled_for"])
     logs.clear()
     return status.value
 

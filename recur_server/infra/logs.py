@@ -46,8 +46,33 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
+# RQ's lines for every job it runs (the job taken, how long it took, "Job OK"; rq 3.0's formats): a link's one
+# line at INFO is Recur's own, when its run ends (recur_server.chain.run), naming the schedule, the tick and
+# the outcome. These go to DEBUG, where RQ's other per-job lines are. tests/test_link_log.py counts the lines.
+RQ_PER_JOB = frozenset({
+    "Worker %s: %s: %s (%s)",  # the job taken (with its description), and "Job OK"
+    "Worker %s: %s: %s",  # the job taken (without)
+    "Successfully completed %s job in %ss on worker %s",
+    "Successfully completed job %s in %ss on worker %s",
+})
+
+
+class PerJobAtDebug(logging.Filter):
+    """On RQ's worker logger: its per-job lines become DEBUG records (dropped unless DEBUG is on)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO and record.msg in RQ_PER_JOB:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        return True
+
+
 def configure(log_format: str) -> None:
-    """Set the root logger's one handler (a worker, the web and the CLI all call create_app)."""
+    """Set the root logger's one handler (a worker, the web and the CLI all call create_app), and RQ's per-job
+    lines at DEBUG."""
+    rq_worker = logging.getLogger("rq.worker")
+    if not any(isinstance(f, PerJobAtDebug) for f in rq_worker.filters):
+        rq_worker.addFilter(PerJobAtDebug())
     root = logging.getLogger()
     if log_format == "json":
         if not any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
