@@ -33,6 +33,7 @@ from harness.faketime import faketime_env
 from harness.pgcluster import POSTGRES_BIN, server_on
 from harness.servers import LOOPBACK_EGRESS, Process, free_port, wait_for
 from harness.stack import Api, parse_instant
+from harness.tick_grid import covered_ticks, lost_ticks
 from harness.wheel import installed_wheel, run_checked
 
 pytestmark = [pytest.mark.integration, pytest.mark.database]
@@ -146,20 +147,14 @@ def test_two_app_hosts_carry_each_others_schedules_through_a_cut_a_skewed_clock_
     not_run: dict[str, int] = {}
     for schedule_id, items in runs.items():
         interval = timedelta(seconds=intervals[schedule_id])
-        covered: set[datetime] = set()
         last: dict[int, dict[str, Any]] = {}
         for run in sorted(items, key=lambda r: (r["repeat_number"] or 0, r["retry_number"] or 0)):
-            first = parse_instant(run["scheduled_for"])
             if run["reason"] is not None:  # ticks not run, by a policy: one row for the gap
-                covered.update(first + interval * k for k in range(run["ticks"]))
                 not_run[run["reason"]] = not_run.get(run["reason"], 0) + run["ticks"]
                 continue
-            covered.add(first)
             outcomes[schedule_id, run["repeat_number"], run["retry_number"]] = (run["status"], run.get("error"))
             last[run["repeat_number"]] = run
-        grid = sorted(covered)
-        lost = [t for t in (grid[0] + interval * k for k in range(int((grid[-1] - grid[0]) / interval)))
-                if t not in covered] if grid else []
+        lost = lost_ticks(covered_ticks(items, interval), interval)
         if lost:
             problems.append(f"{schedule_id}: {len(lost)} ticks with no row, the first {lost[0]}")
         if not any(r["started_at"] and parse_instant(r["started_at"]) >= a_stopped_at - SKEW_MARGIN for r in items):

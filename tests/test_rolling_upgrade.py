@@ -31,7 +31,9 @@ from harness.servers import (
     start_worker,
     wait_for,
 )
-from harness.stack import Api, parse_instant
+from harness.stack import Api
+from harness.tick_grid import covered_ticks, lost_ticks
+from harness.tick_grid import off_grid as ticks_off_grid
 from harness.tokens import token_for_env
 
 pytestmark = pytest.mark.integration
@@ -40,6 +42,7 @@ PREVIOUS = "62f8f3fb1ede7537346611efe812966470254fd3"  # 0.1.0: the server packa
 FORMER_LINK = "app.chain.link.run_link"
 SCHEDULES = 20
 LATE_SECONDS = 40  # longer than the upgrade takes on a loaded machine
+ONE_SECOND = timedelta(seconds=1)  # every schedule's interval but the late ones'
 
 
 def _previous_version(dest: Path) -> Path:
@@ -155,18 +158,13 @@ def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
             problems.append(f"{schedule_id}: repeats {[r['repeat_number'] for r in ticks]}")
         if not ticks or schedule_id in late:
             continue
-        first = parse_instant(ticks[0]["scheduled_for"])
-        covered = {parse_instant(r["scheduled_for"]) for r in ticks}
-        for row in (r for r in items if r["reason"] is not None):  # ticks a policy recorded as not run
-            covered.update(parse_instant(row["scheduled_for"]) + timedelta(seconds=k) for k in range(row["ticks"]))
-        last = max(covered)
-        lost = [first + timedelta(seconds=k) for k in range(int((last - first).total_seconds()))
-                if first + timedelta(seconds=k) not in covered]
+        covered = covered_ticks(items, ONE_SECOND)
+        lost = lost_ticks(covered, ONE_SECOND)
         if lost:
             problems.append(f"{schedule_id}: {len(lost)} ticks with no row, the first {lost[0]}")
-        strays = [t for t in covered if (t - first).total_seconds() % 1]
+        strays = ticks_off_grid(covered, ONE_SECOND)
         if strays:
-            off_grid.append(f"{schedule_id}: ticks off its one-second grid from {first}: {sorted(strays)[:3]}")
+            off_grid.append(f"{schedule_id}: ticks off its one-second grid from {min(covered)}: {strays[:3]}")
     assert problems == [], problems[:5]
     starts = classify(parse((tmp_path / "executions.log").read_text().splitlines()), outcomes)
     assert starts["unexplained"] == 0 and starts["ticks_started_more_than_once"] == 0, starts
