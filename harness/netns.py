@@ -30,9 +30,12 @@ def available() -> bool:
 
 
 class Hosts:
-    def __init__(self, count: int, subnet: str = "10.203.0") -> None:
-        tag = f"{os.getpid() % 100000}"
-        self.subnet = subnet
+    def __init__(self, count: int) -> None:
+        pid = os.getpid()
+        tag = f"{pid % 100000}"
+        # The passes' pytest processes share one network namespace (scripts/test): each process's hosts get a
+        # subnet of their own, from its pid (two processes started together have pids apart by less than 12,500).
+        self.subnet = f"10.{200 + pid // 250 % 50}.{pid % 250}"
         self.bridge = f"rb{tag}"
         self.names = [f"recur-h{i}-{tag}" for i in range(count)]
         self._veths = [(f"rv{i}{tag}", f"rp{i}{tag}") for i in range(count)]

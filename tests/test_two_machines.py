@@ -1,6 +1,6 @@
 """docs/two-machines.md run as written and in order, on hosts that are network namespaces (harness/netns.py):
-the data host (a namespace, 10.204.0.1) gets the guide's Redis and PostgreSQL settings and runs its
-`<!-- data-host -->` commands; the app host (another, 10.204.0.2) runs `<!-- app-host-settings -->` and
+the data host (a namespace, address .1 of a subnet of the test's own) gets the guide's Redis and PostgreSQL
+settings and runs its `<!-- data-host -->` commands; the app host (another, .2) runs `<!-- app-host-settings -->` and
 `<!-- once -->` in one bash (`set -euo pipefail`: a failing command fails the test) and starts each line of
 `<!-- app-host-processes -->` as a service manager would, from the wheel (harness/wheel.py); then
 `<!-- check -->` runs from this test's own namespace, a third place on the network. If a command, an
@@ -48,7 +48,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.database]
 GUIDE = ROOT / "docs" / "two-machines.md"
 MARKERS = ["redis-conf", "postgresql-conf", "pg-hba-conf", "data-host", "app-host-settings", "once",
            "app-host-processes", "check"]
-SUBNET = "10.204.0"  # not test_multi_host's 10.203.0: the PostgreSQL pass's two shards may run both at once
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SUDO = 'sudo() { [ "$1" = -u ] || return 2; local user=$2; shift 2; runuser -u "$user" -- "$@"; }'
 
@@ -156,7 +155,7 @@ def test_the_two_machines_guide_runs_as_written(tmp_path: Path) -> None:
     assert [marker for marker, _ in blocks] == MARKERS
     bin_dir = installed_wheel(tmp_path)
     password = secrets.token_hex(12)
-    hosts = netns.Hosts(2, subnet=SUBNET)
+    hosts = netns.Hosts(2)
     values = placeholders(hosts, password, bin_dir.parent)
     guide = {marker: substituted(text, values) for marker, text in blocks}
     home = tmp_path / "var-lib-recur"  # the app host's working directory, /var/lib/recur for the units
