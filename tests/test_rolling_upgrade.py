@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from datetime import timedelta
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,7 @@ def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
         processes.append(new_web)
         _stop(old_web)
         api = api_of(new_port)
-        assert api.ok("GET", "/api/v1/health/")["version"] == "0.2.0"
+        assert api.ok("GET", "/api/v1/health/")["version"] == version("recur")  # this checkout's
         # 3. The workers one by one: a new one started, then an old one stopped.
         for i, old_worker in enumerate(old_workers, 1):
             new_worker = start_worker(env, log(f"new-worker-{i}"), "--concurrency", "2")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+import tomllib
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -28,7 +29,7 @@ from harness.wheel import build_sdist, build_wheel, install, installed_wheel, ne
 
 pytestmark = pytest.mark.integration
 
-VERSION = "0.2.0"  # pyproject.toml's
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]  # the one source of it
 # Besides the modules, what Recur reads from its package at run time: each file here must ship.
 DATA_DIRECTORIES = ("recur_server/console/templates", "recur_server/console/static", "recur_server/migrations",
                     "recur_server/processes")
