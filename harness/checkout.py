@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tomllib
 from pathlib import Path
 
 from harness.servers import ROOT
@@ -15,3 +16,8 @@ def copy_of_the_checkout(dest: Path) -> Path:
         ".*_cache", ".hypothesis", ".schemathesis", "mytasks*"))
     (dest / ".venv").symlink_to(ROOT / ".venv")
     return dest
+
+
+def project_version() -> str:
+    """The version pyproject.toml gives, its one source: what every installed or running Recur must show."""
+    return str(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])

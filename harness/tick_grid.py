@@ -34,5 +34,7 @@ def lost_ticks(covered: set[datetime], interval: timedelta) -> list[datetime]:
 
 def off_grid(covered: set[datetime], interval: timedelta) -> list[datetime]:
     """Ticks that are not a whole number of intervals after the first covered one."""
-    first = min(covered, default=None)
-    return sorted(tick for tick in covered if first is not None and (tick - first) % interval)
+    if not covered:
+        return []
+    first = min(covered)
+    return sorted(tick for tick in covered if (tick - first) % interval)

@@ -45,15 +45,18 @@ def build_sdist(source: Path, dist: Path) -> Path:
     return dist / name.strip().splitlines()[-1]
 
 
-def new_virtualenv(path: Path) -> Path:
+def new_virtualenv(path: Path, packages: Path | None = None) -> Path:
     """A new virtualenv at `path` that reads Recur's dependencies (and pip and setuptools, to install with)
     from the checkout's (a path in a .pth file: only the packages, not the checkout's editable install of
-    Recur, which a .pth file's path does not run): its bin directory."""
+    Recur, which a .pth file's path does not run), and with `packages` a directory of the team's packages as
+    an editable install reads them: its bin directory."""
     run_checked([sys.executable, "-m", "venv", "--without-pip", str(path)])
     bin_dir = path / "bin"
     purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     site = Path(run_checked([str(bin_dir / "python"), "-c", purelib]).strip())
     (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    if packages is not None:
+        (site / "team.pth").write_text(f"{packages}\n")
     return bin_dir
 
 
@@ -70,13 +73,10 @@ def installed_wheel(tmp_path: Path) -> Path:
     index to install from: the wheel is installed without its dependencies, which the new virtualenv reads
     from the checkout's (new_virtualenv)."""
     wheel = build_wheel(copy_of_the_checkout(tmp_path / "source"), tmp_path / "dist")
-    bin_dir = new_virtualenv(tmp_path / "venv")
-    install(bin_dir, wheel)
-    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    site = Path(run_checked([str(bin_dir / "python"), "-c", purelib]).strip())
     team = tmp_path / "team"
     (team / "acme").mkdir(parents=True)
     (team / "acme" / "__init__.py").write_text("")
     (team / "acme" / "jobs.py").write_text(TEAM_TASKS)
-    (site / "acme.pth").write_text(f"{team}\n")  # the team's package, installed as an editable install is
+    bin_dir = new_virtualenv(tmp_path / "venv", packages=team)
+    install(bin_dir, wheel)
     return bin_dir

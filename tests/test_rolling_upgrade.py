@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 from datetime import timedelta
-from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from redis import Redis
 from rq.job import Job
 
 from bench.executions import Attempt, Outcome, classify, parse
+from harness.checkout import project_version
 from harness.servers import (
     ROOT,
     Process,
@@ -122,7 +122,7 @@ def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
         processes.append(new_web)
         _stop(old_web)
         api = api_of(new_port)
-        assert api.ok("GET", "/api/v1/health/")["version"] == version("recur")  # this checkout's
+        assert api.ok("GET", "/api/v1/health/")["version"] == project_version()
         # 3. The workers one by one: a new one started, then an old one stopped.
         for i, old_worker in enumerate(old_workers, 1):
             new_worker = start_worker(env, log(f"new-worker-{i}"), "--concurrency", "2")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import tarfile
-import tomllib
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -22,14 +21,13 @@ from pathlib import Path
 import pytest
 from redis import Redis
 
-from harness.checkout import copy_of_the_checkout
+from harness.checkout import copy_of_the_checkout, project_version
 from harness.servers import LOOPBACK_EGRESS, ROOT, Process, RedisServer, free_port, wait_for
 from harness.stack import Api
 from harness.wheel import build_sdist, build_wheel, install, installed_wheel, new_virtualenv, run_checked
 
 pytestmark = pytest.mark.integration
 
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]  # the one source of it
 # Besides the modules, what Recur reads from its package at run time: each file here must ship.
 DATA_DIRECTORIES = ("recur_server/console/templates", "recur_server/console/static", "recur_server/migrations",
                     "recur_server/processes")
@@ -45,7 +43,7 @@ def test_the_wheel_installed_elsewhere_runs_a_teams_schedule_and_serves_the_cons
     path, files = json.loads(where)
     assert all(f.startswith(str(tmp_path / "venv")) for f in files), files
     assert str(ROOT) not in path and "" not in path[1:], path
-    assert run_checked([str(bin_dir / "recur"), "--version"]).strip() == f"recur {VERSION}"
+    assert run_checked([str(bin_dir / "recur"), "--version"]).strip() == f"recur {project_version()}"
 
     home = tmp_path / "home"  # the team's own directory, where its processes run
     home.mkdir()
@@ -65,7 +63,7 @@ def test_the_wheel_installed_elsewhere_runs_a_teams_schedule_and_serves_the_cons
         api = Api(f"http://127.0.0.1:{port}", token)
         wait_for(api.answers, 60, what="recur server to answer")
         health = api.ok("GET", "/api/v1/health/")
-        assert health["version"] == VERSION
+        assert health["version"] == project_version()
         wait_for(lambda: sum(api.ok("GET", "/api/v1/health/")["workers"].values()), 60,
                  what="the worker's first beat")
         tasks = {t["name"]: t["path"] for t in api.ok("GET", "/api/v1/tasks/")["items"]}
@@ -78,7 +76,7 @@ def test_the_wheel_installed_elsewhere_runs_a_teams_schedule_and_serves_the_cons
         assert sorted(r["status"] for r in api.runs(schedule["id"])) == ["succeeded", "succeeded"]
         assert len((home / "runs.txt").read_text().splitlines()) == 2
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/signin", timeout=10) as page:
-            assert page.status == 200 and VERSION in page.read().decode()
+            assert page.status == 200 and project_version() in page.read().decode()
         assert (home / "instance" / "metrics").is_dir()  # the host's metrics, under the team's directory
     except BaseException:
         for log in logs:
@@ -98,7 +96,7 @@ def test_the_sdist_holds_what_the_wheel_holds_and_installs_the_same_files(tmp_pa
     assert "recur_server/console/templates/base.html" in shipped and "recur_server/migrations/env.py" in shipped
     assert shipped - in_wheel == set()
     sdist = build_sdist(source, tmp_path / "sdist")
-    assert sdist.name == f"recur-{VERSION}.tar.gz"
+    assert sdist.name == f"recur-{project_version()}.tar.gz"
     with tarfile.open(sdist) as archive:
         in_sdist = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     assert in_wheel - in_sdist == set()
@@ -109,7 +107,7 @@ def test_the_sdist_holds_what_the_wheel_holds_and_installs_the_same_files(tmp_pa
     installed = {line.split(",")[0] for line in record.read_text().splitlines()}
     installed -= {name for name in installed if ".dist-info/" in name or "__pycache__" in name or name[0] == "."}
     assert installed == in_wheel  # the package files, without the metadata, compiled files and bin/recur
-    assert run_checked([str(bin_dir / "recur"), "--version"]).strip() == f"recur {VERSION}"
+    assert run_checked([str(bin_dir / "recur"), "--version"]).strip() == f"recur {project_version()}"
     home = tmp_path / "home"
     home.mkdir()
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "DATABASE_URL": f"sqlite:///{home / 'recur.db'}"}
