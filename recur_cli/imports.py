@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from recur_cli.apply import apply_file
+from recur_cli.apply import apply_document
 from recur_cli.context import current
 from recur_cli.importers.common import Imported, TaskMap, parse_maps
 from recur_cli.importers.declarations import ImportedCode
@@ -31,7 +31,7 @@ def _finish(imported: Imported, source: str, apply: bool) -> None:
     if imported.unmapped:
         click.echo(f"{len(imported.unmapped)} job(s) not imported (listed at the top)", err=True)
     if apply:  # stdout stays an apply file; what applying it did goes to stderr
-        apply_file(imported.apply_file(), err=True)
+        apply_document(imported.document(), err=True)
 
 
 @click.group("import")

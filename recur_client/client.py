@@ -65,6 +65,14 @@ class Client:
         naming the change, and nothing of the apply was kept. `dry_run`: every check, nothing kept."""
         return cast(dict[str, Any], self.transport.request("POST", "/apply/", {**changes, "dry_run": dry_run}))
 
+    def apply_file(self, file: dict[str, Any], prune: bool = False, dry_run: bool = False) -> dict[str, Any]:
+        """Make your workflows, webhooks, calendars and keyed schedules what `file` says (POST /apply/file/:
+        what `recur apply` reads from YAML), whole or not at all. Answers each step (`kind`, `name`, `action`,
+        `id`, `changes`, a created webhook's `secret`, shown this once) and `warnings`. `prune`: also delete what
+        the file no longer lists; `dry_run`: every check, nothing kept."""
+        return cast(dict[str, Any], self.transport.request(
+            "POST", "/apply/file/", {"file": file, "prune": prune, "dry_run": dry_run}))
+
     def tasks(self) -> list[Task]:
         """The tasks the server's code registered: what a workflow may name."""
         return cast(list[Task], self.transport.request("GET", "/tasks/")["items"])

@@ -16,7 +16,7 @@ from recur_server.auth.models import ScheduleEvent
 from recur_server.declarations import sync as sync_run
 from recur_server.declarations.lock import SYNC_LOCK
 from recur_server.declarations.marks import DeclaredKey
-from recur_server.declarations.plan import REMOVED_NOTE, SCHEDULE_DEFAULTS, WORKFLOW_DEFAULTS
+from recur_server.declarations.plan import REMOVED_NOTE, schedule_defaults, workflow_defaults
 from recur_server.declarations.sync import SyncError, sync
 from recur_server.infra import clock
 from recur_server.infra.extensions import db, get_redis
@@ -27,7 +27,7 @@ from recur_server.tasks import declarations
 
 def by_key() -> dict[str, Schedule]:
     db.session.expire_all()
-    rows = {s.key: s for s in db.session.scalars(select(Schedule)) if s.key is not None}
+    rows = {s.name: s for s in db.session.scalars(select(Schedule)) if s.name is not None}
     for row in rows.values():
         db.session.expunge(row)
     db.session.rollback()  # end the read: on SQLite every transaction takes the write lock, and sync writes
@@ -35,7 +35,7 @@ def by_key() -> dict[str, Schedule]:
 
 
 def events() -> list[tuple[str, str, str]]:
-    keys = {s.id: s.key for s in db.session.scalars(select(Schedule))}
+    keys = {s.id: s.name for s in db.session.scalars(select(Schedule))}
     found = [(keys.get(e.schedule_id, e.schedule_id), e.action, e.actor_name)
              for e in db.session.scalars(select(ScheduleEvent).order_by(ScheduleEvent.id))]
     db.session.rollback()
@@ -46,7 +46,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(app):
     declare_both()
     outcome = sync(app, dry_run=True)
     assert outcome.plan is not None
-    assert [(s.key, s.action) for s in outcome.plan.steps] == [("reports-42", "create"), ("tick-cron", "create")]
+    assert [(s.name, s.action) for s in outcome.plan.steps] == [("reports-42", "create"), ("tick-cron", "create")]
     assert outcome.lines()[-1] == "plan: 2 create (dry run: nothing was changed)"
     assert by_key() == {} and db.session.scalars(select(DeclaredKey)).all() == []
     db.session.rollback()
@@ -86,7 +86,7 @@ def test_a_changed_cron_is_one_patch_and_the_counters_stay(app):
     outcome = sync(app)
     assert outcome.plan is not None
     changed = [s for s in outcome.plan.steps if s.action == "update"]
-    assert [(s.key, list(s.changes)) for s in changed] == [("tick-cron", ["cron"])]
+    assert [(s.name, list(s.changes)) for s in changed] == [("tick-cron", ["cron"])]
     assert [e for e in events() if e[1] == "update"] == [("tick-cron", "update", "admin (declarations sync)")]
     update_event = db.session.scalars(select(ScheduleEvent).where(ScheduleEvent.action == "update")).one()
     assert update_event.changes == {"cron": "30 9 * * *"}
@@ -107,7 +107,7 @@ def test_a_field_left_out_goes_back_to_the_apis_default(app):
                          args=[42], kwargs={"dry_run": True})
     outcome = sync(app)
     assert outcome.plan is not None
-    assert {s.key: s.changes for s in outcome.plan.steps if s.changes} == {"tick-cron": {"max_retries": (2, 3)}}
+    assert {s.name: s.changes for s in outcome.plan.steps if s.changes} == {"tick-cron": {"max_retries": (2, 3)}}
 
 
 def test_a_removed_declaration_is_paused_then_resumed_when_it_returns_and_deleted_with_prune(app):
@@ -116,7 +116,7 @@ def test_a_removed_declaration_is_paused_then_resumed_when_it_returns_and_delete
     declarations.forget(["reports-42"])
     outcome = sync(app)
     assert outcome.plan is not None
-    assert [(s.key, s.action) for s in outcome.plan.steps] == [("tick-cron", "unchanged"), ("reports-42", "pause")]
+    assert [(s.name, s.action) for s in outcome.plan.steps] == [("tick-cron", "unchanged"), ("reports-42", "pause")]
     report = by_key()["reports-42"]
     assert (report.status, report.pause_note) == ("paused", REMOVED_NOTE)
     again = sync(app)
@@ -124,13 +124,13 @@ def test_a_removed_declaration_is_paused_then_resumed_when_it_returns_and_delete
 
     declare_both()
     back = sync(app)
-    assert back.plan is not None and {s.key: s.action for s in back.plan.steps} == {
+    assert back.plan is not None and {s.name: s.action for s in back.plan.steps} == {
         "reports-42": "resume", "tick-cron": "unchanged"}
     assert by_key()["reports-42"].status == "active"
 
     declarations.forget(["reports-42"])
     pruned = sync(app, prune=True)
-    assert pruned.plan is not None and {s.key: s.action for s in pruned.plan.steps} == {
+    assert pruned.plan is not None and {s.name: s.action for s in pruned.plan.steps} == {
         "reports-42": "delete", "tick-cron": "unchanged"}
     assert set(by_key()) == {"tick-cron"}
     assert [m.key for m in db.session.scalars(select(DeclaredKey))] == ["tick-cron"]
@@ -156,7 +156,7 @@ def test_schedules_made_through_the_api_are_left_alone(app, client):
     declare_both()
     outcome = sync(app, prune=True)
     assert outcome.plan is not None
-    assert {s.key: s.action for s in outcome.plan.steps} == {"reports-42": "create", "tick-cron": "conflict"}
+    assert {s.name: s.action for s in outcome.plan.steps} == {"reports-42": "create", "tick-cron": "conflict"}
     rows = by_key()
     assert rows["tick-cron"].cron == "0 1 * * *" and rows["hand-made"].status == "active"
 
@@ -180,12 +180,12 @@ def test_the_defaults_sync_assumes_are_a_real_creates(app):
     db.session.commit()
     created = schedules.create({"name": "plain", "workflow_id": workflow.id, "owner_id": 1, "every": "5m"},
                                clock.utcnow())
-    for name, default in SCHEDULE_DEFAULTS.items():
-        held = (created.anchor_at if created.anchor_explicit else None) if name == "anchor_date" else \
-            getattr(created, name)
+    for name, default in schedule_defaults().items():
+        held = {"anchor_date": created.anchor_at if created.anchor_explicit else None,
+                "after": created.after_schedule_id}.get(name, getattr(created, name, None))
         assert held == default, name
     db.session.refresh(workflow)
-    for name, default in WORKFLOW_DEFAULTS.items():
+    for name, default in workflow_defaults().items():
         assert getattr(workflow, name) == default, name
     db.session.rollback()
 
@@ -226,7 +226,7 @@ def test_a_declaration_follows_another_made_first_whatever_its_key_then_changes_
     declarations.declare(declared_tasks.send_report, {"every": "15m"}, key="zz-report", args=[1])
     first = sync(app)
     assert first.plan is not None
-    assert [(s.key, s.action) for s in first.plan.steps] == [("zz-report", "create"), ("archive", "create")]
+    assert [(s.name, s.action) for s in first.plan.steps] == [("zz-report", "create"), ("archive", "create")]
     rows = by_key()
     upstream = rows["zz-report"].id
     assert (rows["archive"].after_schedule_id, rows["archive"].after_on, rows["archive"].after_delay_seconds,
@@ -245,7 +245,7 @@ def test_a_declaration_follows_another_made_first_whatever_its_key_then_changes_
         key="archive")
     changed = sync(app)
     assert changed.plan is not None
-    assert {s.key: s.changes for s in changed.plan.steps if s.changes} == {"archive": {"after": (
+    assert {s.name: s.changes for s in changed.plan.steps if s.changes} == {"archive": {"after": (
         {"schedule": "zz-report", "on": "succeeded", "delay_seconds": 0, "within": None},
         {"schedule": "zz-report", "on": "failed", "delay_seconds": 60, "within": "06:00-22:00"})}}
     archive = by_key()["archive"]
@@ -256,7 +256,7 @@ def test_a_declaration_follows_another_made_first_whatever_its_key_then_changes_
     declarations.forget(["archive"])
     declarations.declare(declared_tasks.no_arguments, {"every": "3650d"}, key="archive")
     dropped = sync(app)
-    assert dropped.plan is not None and [s.key for s in dropped.plan.steps if s.changes] == ["archive"]
+    assert dropped.plan is not None and [s.name for s in dropped.plan.steps if s.changes] == ["archive"]
     assert by_key()["archive"].after_schedule_id is None
 
 
@@ -326,7 +326,7 @@ def test_a_declaration_puts_its_schedule_on_a_calendar_by_name_and_follows_chang
                                                        "on_calendar": "shift_next"}, key="daily")
     moved = sync(app)
     assert moved.plan is not None
-    assert {s.key: s.changes for s in moved.plan.steps} == {"daily": {"calendar_id": (office, plant),
+    assert {s.name: s.changes for s in moved.plan.steps} == {"daily": {"calendar_id": (office, plant),
                                                                       "on_calendar": (None, "shift_next")}}
     assert (by_key()["daily"].calendar_id, by_key()["daily"].on_calendar) == (plant, "shift_next")
 

@@ -12,7 +12,9 @@ from harness.receiver import verify
 from harness.recur_cli_runner import recur
 from harness.servers import wait_for
 from harness.stack import QUICK_WEBHOOKS
-from recur_cli.plan import POLICY_DEFAULTS
+from recur_server.declarations.plan import workflow_defaults
+
+POLICY_DEFAULTS = workflow_defaults()
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +85,7 @@ def test_apply_creates_then_changes_nothing_then_only_what_changed(stack, tmp_pa
     changed = [s for s in dry["steps"] if s["action"] != "unchanged"]
     assert changed == [{"kind": "schedule", "name": "reports/weekly", "action": "update",
                         "id": before["reports/weekly"]["id"],
-                        "changes": {"cron": {"from": ["cron", "30 6 * * 1"], "to": ["cron", "45 6 * * 1"]}}}]
+                        "changes": {"cron": {"from": "30 6 * * 1", "to": "45 6 * * 1"}}}]
     assert api.ok("GET", f"/api/v1/schedules/{before['reports/weekly']['id']}/")["cron"] == "30 6 * * 1"
     out = recur(url, token, "apply", str(path)).out
     assert "update    schedule reports/weekly  (cron: " in out
@@ -114,23 +116,25 @@ def test_apply_creates_then_changes_nothing_then_only_what_changed(stack, tmp_pa
 def test_apply_refuses_a_file_it_cannot_apply(stack, tmp_path):
     url, token = stack.api.base, stack.api.token
     bad = tmp_path / "bad.yaml"
-    for text, message in (
-        ("schedules: [{key: a, workflow: w, name: n, cron: '* * * * *'}, {key: a, workflow: w, name: m}]",
-         "schedule keys used more than once: ['a']"),
-        ("schedules: [{workflow: w, name: n}]", "needs a `key`"),
-        ("schedules: [{key: a, workflow: w, name: n, after_seconds: 60}]", "after_seconds: give `at`"),
-        ("schedules: [{key: a, workflow: nowhere, name: n, cron: '* * * * *'}]", "no single workflow named"),
-        ("jobs: []", "unknown top-level entries ['jobs']"),
-        (": not yaml: [", "is not valid YAML"),
+    for text, code, message in (  # the server checks the file (422, naming the place); only YAML is the CLI's
+        ("schedules: [{key: a, workflow: w, name: n, cron: '* * * * *'}, {key: a, workflow: w, name: m}]", 1,
+         "file.schedules.1.key: 'a' is listed more than once"),
+        ("schedules: [{workflow: w, name: n}]", 1, "file.schedules.0.key: Missing data"),
+        ("schedules: [{key: a, workflow: w, name: n, after_seconds: 60}]", 1,
+         "file.schedules.0.after_seconds: give `at`"),
+        ("schedules: [{key: a, workflow: nowhere, name: n, cron: '* * * * *'}]", 1,
+         "file.schedules.0.workflow: no single workflow named 'nowhere'"),
+        ("jobs: []", 1, "file.jobs: Unknown field."),
+        (": not yaml: [", 2, "is not valid YAML"),
     ):
         bad.write_text(text)
         result = recur(url, token, "apply", str(bad), ok=False)
-        assert result.code == 2 and message in result.err, (text, result)
+        assert result.code == code and message in result.err, (text, result)
     bad.write_text("workflows: [{name: w, task: builtin.noop}]\n"
                    "schedules: [{key: a, workflow: w, name: n, cron: '61 * * * *'}]")
     refused = recur(url, token, "apply", str(bad), ok=False)
     assert refused.code == 1 and refused.err.startswith("error: schedule a: The request body is invalid."), refused
-    assert "schedules.create.0.cron:" in refused.err
+    assert "file.schedules.0.cron:" in refused.err
 
 
 def _rows(database_url: str) -> dict[str, int]:
@@ -161,8 +165,7 @@ def test_a_file_whose_last_item_is_refused_changes_nothing(stack, tmp_path):
     for dry_run in ("--dry-run",), ():
         refused = recur(url, token, "apply", str(path), *dry_run, ok=False)
         assert refused.code == 1 and refused.err.startswith("error: schedule zz/never: "), refused
-        assert "Nothing of the apply was kept." in refused.err and "schedules.create.3.cron:" in refused.err
-        assert ("create    schedule zz/never" in refused.out) == bool(dry_run)  # a dry run shows its plan too
+        assert "Nothing of the apply was kept." in refused.err and "file.schedules.3.cron:" in refused.err
         assert _rows(stack.database_url) == before
     document["schedules"][-1]["cron"] = "0 0 28 2 *"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -258,7 +261,7 @@ def test_apply_declares_webhooks_and_workflow_policies_and_prune_resets_them(sta
     assert "update    workflow reports  (" in out and "max_concurrent_runs: 2 -> -" in out
     assert list(hooks()) == [first] and hooks()[first]["id"] == made[first]["id"]
     fresh = api.ok("POST", "/api/v1/workflows/", {"name": "fresh", "task": "builtin.noop"})
-    assert {k: fresh[k] for k in POLICY_DEFAULTS} == POLICY_DEFAULTS  # the CLI's defaults are the server's
+    assert {k: fresh[k] for k in POLICY_DEFAULTS} == POLICY_DEFAULTS  # the schema's defaults are a create's
     assert {k: reports()[k] for k in POLICIES} == {**POLICY_DEFAULTS, "concurrency_policy": "skip"}
     again = recur(url, token, "apply", str(path), "--prune", "--json").json()
     assert {s["action"] for s in again["steps"]} == {"unchanged"}
@@ -269,20 +272,24 @@ def test_a_webhook_in_a_file_has_a_url_event_types_and_never_a_secret(stack, tmp
     bad = tmp_path / "bad.yaml"
     for text, message in (
         ("webhooks: [{url: 'https://1.1.1.1/a', event_types: [run.failed], secret: whsec_abc}]",
-         "no `secret` in a file"),
+         "file.webhooks.0.secret: no secret in a file"),
         ("webhooks: [{url: 'https://1.1.1.1/a', event_types: [run.failed]}, "
-         "{url: 'https://1.1.1.1/a', event_types: [schedule.dead]}]", "webhook URLs listed more than once"),
-        ("webhooks: [{event_types: [run.failed]}]", "needs a `url`"),
-        ("webhooks: [{url: 'https://1.1.1.1/a', event_types: []}]", "`event_types` must be a non-empty list"),
-        ("webhooks: [{url: 'https://1.1.1.1/a', event_types: [run.failed], name: a}]", "unknown fields ['name']"),
+         "{url: 'https://1.1.1.1/a', event_types: [schedule.dead]}]", "file.webhooks.1.url: 'https://1.1.1.1/a' is "
+                                                                      "listed more than once"),
+        ("webhooks: [{event_types: [run.failed]}]", "file.webhooks.0.url: Missing data"),
+        ("webhooks: [{url: 'https://1.1.1.1/a', event_types: []}]",
+         "file.webhooks.0.event_types: Length must be between 1"),
+        ("webhooks: [{url: 'https://1.1.1.1/a', event_types: [run.failed], name: a}]",
+         "file.webhooks.0.name: Unknown field."),
     ):
         bad.write_text(text)
         result = recur(url, token, "apply", str(bad), ok=False)
-        assert result.code == 2 and message in result.err, (text, result)
+        assert result.code == 1 and message in result.err, (text, result)
     bad.write_text("webhooks: [{url: 'http://127.0.0.1:9/x', event_types: [run.failed]},"
-                   " {url: 'http://127.0.0.1:9/y', event_types: [run.exploded]}]")
-    refused = recur(url, token, "apply", str(bad), ok=False)  # the API's own check, naming the webhook
-    assert refused.code == 1 and "error: webhook http://127.0.0.1:9/y: The request body is invalid." in refused.err
+                   " {url: 'http://169.254.169.254/y', event_types: [run.failed]}]")
+    refused = recur(url, token, "apply", str(bad), ok=False)  # the address guard's check, naming the webhook
+    assert refused.code == 1 and "error: webhook http://169.254.169.254/y: The request body is invalid." in refused.err
+    assert "file.webhooks.1.url:" in refused.err
     # whole or nothing: the webhook before the refused one was not made either, so it has no secret to show
     assert refused.err.startswith("error: ") and "whsec_" not in refused.err
     assert [w for w in stack.api.ok("GET", "/api/v1/webhooks/")["items"] if w["url"].endswith(":9/x")] == []

@@ -56,4 +56,4 @@ def test_apply_calendars(stack, tmp_path):  # type: ignore[no-untyped-def]
 
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"schedules": [{**SCHEDULE, "calendar_id": 1}]}))
     refused = recur(url, token, "apply", str(tmp_path / "bad.yaml"), ok=False)
-    assert refused.code == 2 and "calendar: NAME" in refused.err
+    assert refused.code == 1 and "file.schedules.0.calendar_id: name the calendar with `calendar: NAME`" in refused.err

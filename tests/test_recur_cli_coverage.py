@@ -76,7 +76,7 @@ def test_every_api_operation_has_a_command_in_the_table(app):
 # an apply changes as the file `recur apply` reads.
 CARRIED_BY = {"workflow_id": "workflow", "calendar_id": "calendar", "event_types": "events", "quotas": "schedules",
               "after": "follow", "from": "start", "to": "end", "workflows": "path", "webhooks": "path",
-              "calendars": "path", "schedules": "path"}
+              "calendars": "path", "schedules": "path", "file": "path"}
 
 
 def test_every_field_of_an_operation_is_an_option_of_its_command(app):

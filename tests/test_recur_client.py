@@ -105,6 +105,8 @@ def test_every_operation_of_the_api_through_the_client(stack: Stack, receiver: R
     assert "builtin.noop" in {task["name"] for task in recur.tasks()}
     applied = recur.apply({"workflows": {"create": [{"name": "applied", "task": "builtin.noop"}]}}, dry_run=True)
     assert applied["dry_run"] and [(m["name"], m["id"]) for m in applied["workflows"]] == [("applied", None)]
+    planned = recur.apply_file({"workflows": [{"name": "applied", "task": "builtin.noop"}]}, dry_run=True)
+    assert [(s["kind"], s["name"], s["action"]) for s in planned["steps"]] == [("workflow", "applied", "create")]
 
     # workflows and their breakers
     flow = recur.workflows.create("reports", "builtin.noop", max_concurrent_runs=2, breaker_threshold=3)

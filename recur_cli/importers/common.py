@@ -9,8 +9,6 @@ from typing import Any
 
 import yaml
 
-from recur_cli.applyfile import ApplyFile, ScheduleSpec, WorkflowSpec
-
 
 @dataclass
 class Imported:
@@ -19,23 +17,17 @@ class Imported:
     schedules: list[dict[str, Any]] = field(default_factory=list)
     unmapped: list[tuple[str, str]] = field(default_factory=list)  # (the job, why)
 
-    def apply_file(self) -> ApplyFile:
-        tasks = sorted({s["workflow"] for s in self.schedules})
-        return ApplyFile(
-            [WorkflowSpec(name=task, task=task) for task in tasks],
-            [ScheduleSpec(s["key"], s["workflow"], {k: v for k, v in s.items() if k != "workflow"})
-             for s in self.schedules],
-        )
+    def document(self) -> dict[str, Any]:
+        """The apply file: a workflow named for each task the schedules use, and the schedules."""
+        return {"workflows": [{"name": task, "task": task} for task in sorted({s["workflow"] for s in self.schedules})],
+                "schedules": self.schedules}
 
     def as_yaml(self, source: str) -> str:
         lines = [comment(f"Imported from {source} by `recur import`; apply with `recur apply FILE`.")]
         if self.unmapped:
             lines.append(f"# Not imported ({len(self.unmapped)}):")
             lines += [comment(f"  {job}: {why}") for job, why in self.unmapped]
-        document = {
-            "workflows": [{"name": task, "task": task} for task in sorted({s["workflow"] for s in self.schedules})],
-            "schedules": self.schedules,
-        }
+        document = self.document()
         body: str = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
         if yaml.safe_load(body) != document:  # PyYAML writes NEL, U+2028 and U+2029 raw, and reads them as breaks
             body = yaml.safe_dump(document, sort_keys=False, allow_unicode=False)  # every non-ASCII escaped

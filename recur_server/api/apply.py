@@ -1,5 +1,6 @@
 """/apply/: many changes to the caller's workflows, webhooks, calendars and schedules, whole or not at all
-(recur_server.services.apply; `recur apply` and the importers send theirs here)."""
+(recur_server.services.apply); /apply/file/: a file of them planned here first (recur_server.declarations.file;
+what `recur apply` and the importers send)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from flask.views import MethodView
 
 from recur_server.api.blueprint import api
 from recur_server.auth.scope import caller
+from recur_server.declarations import file
 from recur_server.infra import clock
-from recur_server.schemas.apply import ApplyIn, ApplyOut
+from recur_server.schemas.apply import ApplyFileIn, ApplyFileOut, ApplyIn, ApplyOut
 from recur_server.services import apply as applying
 
 
@@ -29,3 +31,21 @@ class Apply(MethodView):
         out and rolled back: the answer is what a real apply would meet.
         """
         return applying.apply(caller().id, data, clock.utcnow())
+
+
+@api.route("/apply/file/", endpoint="apply_file")
+class ApplyFile(MethodView):
+    @api.arguments(ApplyFileIn)
+    @api.response(200, ApplyFileOut)
+    @api.errors(409)
+    def post(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Make your workflows, webhooks, calendars and keyed schedules what a file says, whole or not at all
+
+        What `recur apply` sends (docs/apply.md). Workflows are matched by name, webhooks by url, calendars by
+        name, schedules by key; only the fields the file gives are compared, and only those that differ are
+        changed (an unchanged schedule is not touched). The changes are carried out as POST /apply/ carries
+        them out: in one transaction, the first refused named by its place in the file (`file.schedules.3.cron`,
+        the message starting with `schedule KEY:`), and nothing kept. The answer lists every step, what it
+        changed (`from`, `to`), the ids of what it made and a created webhook's secret, shown this once.
+        """
+        return file.apply_file(caller().id, data, clock.utcnow())

@@ -81,8 +81,7 @@ def _in_step(exc: apply.StepRefused) -> ApiError:
     """A change of an apply refused: its own answer, its message starting with the change, each field named by
     the change's place (schedules.create.2.cron)."""
     inner = next(REFUSALS[kind] for kind in type(exc.cause).__mro__ if kind in REFUSALS)(exc.cause)
-    where = f"{exc.where} ({exc.name})"
-    return ApiError(inner.status, inner.code, f"{where}: {inner.message} Nothing of the apply was kept.",
+    return ApiError(inner.status, inner.code, f"{exc.label}: {inner.message} Nothing of the apply was kept.",
                     {f"{exc.where}.{name}": messages for name, messages in inner.errors.items()}
                     or {exc.where: [inner.message]})
 

@@ -12,17 +12,7 @@ from recur_server.auth import audit
 from recur_server.auth.models import Owner
 from recur_server.calendars.models import MAX_CALENDARS, Calendar
 from recur_server.declarations.marks import DeclaredKey
-from recur_server.declarations.plan import (
-    CREATE,
-    DELETE,
-    PAUSE,
-    REMOVED_NOTE,
-    RESUME,
-    UPDATE,
-    Current,
-    Plan,
-    Step,
-)
+from recur_server.declarations.plan import CREATE, DELETE, PAUSE, REMOVED_NOTE, RESUME, UPDATE, Current, Plan, Step
 from recur_server.infra import transaction
 from recur_server.infra.extensions import db
 from recur_server.models import Schedule, Workflow
@@ -93,7 +83,7 @@ def execute(plan: Plan, owner: Owner, now: datetime, after_step: Callable[[], No
             try:
                 _carry_out(step, owner, now)
             except CHANGE_REFUSED as exc:  # the sync names the step and stops
-                raise DeclarationError(step.key, _errors(exc)) from exc
+                raise DeclarationError(step.name, _errors(exc)) from exc
             after_step()
 
 
@@ -110,8 +100,8 @@ def _carry_out(step: Step, owner: Owner, now: datetime) -> None:
     elif step.action in (UPDATE, RESUME):
         _update(step, now)
     elif step.action == PAUSE:
-        assert step.schedule_id is not None
-        schedules.pause(step.schedule_id, now, REMOVED_NOTE)
+        assert step.target is not None
+        schedules.pause(step.target, now, REMOVED_NOTE)
     elif step.action == DELETE:
         _delete(step, owner.id, now)
 
@@ -121,34 +111,34 @@ def _create(step: Step, owner_id: int, now: datetime) -> None:
     left without its mark."""
     workflow = Workflow(owner_id=owner_id, created_at=now, **step.workflow_body)
     db.session.add(workflow)
-    if db.session.get(DeclaredKey, (owner_id, step.key)) is None:
-        db.session.add(DeclaredKey(owner_id=owner_id, key=step.key, created_at=now))
+    if db.session.get(DeclaredKey, (owner_id, step.name)) is None:
+        db.session.add(DeclaredKey(owner_id=owner_id, key=step.name, created_at=now))
     db.session.flush()
-    created = schedules.create({**step.schedule_body, "key": step.key, "owner_id": owner_id,
+    created = schedules.create({**step.body, "key": step.name, "owner_id": owner_id,
                                 "workflow_id": workflow.id}, now)
-    step.schedule_id, step.workflow_id = created.id, workflow.id
+    step.target, step.workflow_id = created.id, workflow.id
 
 
 def _update(step: Step, now: datetime) -> None:
-    assert step.schedule_id is not None
+    assert step.target is not None
     if step.workflow_body:
         workflow = db.session.get(Workflow, step.workflow_id)
         if workflow is not None:
             workflows.update(workflow, step.workflow_body)
-    if step.schedule_body:
-        schedules.update(step.schedule_id, step.schedule_body, now)
+    if step.body:
+        schedules.update(step.target, step.body, now)
     if step.action == RESUME:
-        schedules.resume(step.schedule_id, now)
+        schedules.resume(step.target, now)
 
 
 def _delete(step: Step, owner_id: int, now: datetime) -> None:
     """The schedule, its key's mark and its workflow (when no other schedule uses it) in one transaction: a
     sync that dies half-way leaves no mark of a schedule that is gone, nor an empty workflow."""
-    assert step.schedule_id is not None
+    assert step.target is not None
 
     def and_the_mark_and_workflow() -> None:
         db.session.execute(delete(DeclaredKey).where((DeclaredKey.owner_id == owner_id)
-                                                     & (DeclaredKey.key == step.key)))
+                                                     & (DeclaredKey.key == step.name)))
         if step.workflow_id is not None:
             others = db.session.scalar(select(func.count()).select_from(Schedule)
                                        .where(Schedule.workflow_id == step.workflow_id))
@@ -156,4 +146,4 @@ def _delete(step: Step, owner_id: int, now: datetime) -> None:
             if not others and workflow is not None:
                 db.session.delete(workflow)
 
-    schedules.remove([step.schedule_id], now, along=and_the_mark_and_workflow)
+    schedules.remove([step.target], now, along=and_the_mark_and_workflow)

@@ -26,7 +26,7 @@ from recur_server.declarations.plan import (
     Plan,
     Step,
     Wanted,
-    make_plan,
+    plan_declarations,
     upstreams,
 )
 from recur_server.declarations.wanted import wanted
@@ -106,11 +106,11 @@ def _task_warnings(plan: Plan, now: datetime) -> list[str]:
     workers_say = known_tasks.Warnings(now)
     warnings: list[str] = []
     for step in plan.steps:
-        if step.action not in (CREATE, UPDATE, RESUME) or step.schedule_id is None:
+        if step.action not in (CREATE, UPDATE, RESUME) or step.target is None:
             continue
-        schedule = db.session.get(Schedule, step.schedule_id)
+        schedule = db.session.get(Schedule, step.target)
         if schedule is not None:
-            warnings += [f"{step.key}: {warning}" for warning in workers_say.of(schedule)]
+            warnings += [f"{step.name}: {warning}" for warning in workers_say.of(schedule)]
     db.session.rollback()
     return warnings
 
@@ -135,7 +135,7 @@ def _plan(owner: Owner, declarations: list[Wanted], prune: bool) -> Plan:
     _refuse_unknown_upstreams(owner, declarations)
     _find_calendars(owner, declarations)
     current = current_state(owner.id, [w.key for w in declarations])
-    plan = make_plan(owner.id, declarations, current, prune)
+    plan = plan_declarations(declarations, current, prune)
     db.session.rollback()  # end the read: the steps take their own locks
     return plan
 
@@ -173,7 +173,7 @@ def _refuse_unknown_upstreams(owner: Owner, declarations: list[Wanted]) -> None:
 
 
 def _line(step: Step) -> str:
-    head = f"{step.action:9} {step.key}"
+    head = f"{step.action:9} {step.name}"
     if step.changes:
         head += "  (" + "; ".join(f"{name}: {_text(old)} -> {_text(new)}"
                                   for name, (old, new) in step.changes.items()) + ")"

@@ -7,9 +7,9 @@ accept; every instant lies in the supported range of recur_server.timing ([1970-
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from marshmallow import ValidationError, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate
 
 from recur_server import timing
 from recur_server.timing import iso as iso  # re-exported: the API's views import it from here
@@ -47,6 +47,23 @@ class Iso(fields.DateTime):
 
     def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
         return timing.iso_or_none(value)
+
+
+F = TypeVar("F", bound=fields.Field)  # type: ignore[type-arg]
+
+
+def defaulted(field: F, value: Any) -> F:
+    """A field of a create body with the value a create that leaves it out gets, written in the document
+    (`default`) and read by `defaults`: what a sync puts back when a declaration stops giving the field, and
+    what `recur apply --prune` puts back into a workflow."""
+    field.metadata = {**field.metadata, "default": value}
+    return field
+
+
+def defaults(schema: type[Schema]) -> dict[str, Any]:
+    """Each field of `schema` that has a default (`defaulted`), with it."""
+    return {name: field.metadata["default"] for name, field in schema._declared_fields.items()
+            if "default" in field.metadata}
 
 
 def out(field: fields.Field[Any]) -> fields.Field[Any]:

@@ -19,7 +19,7 @@ from recur_server.policies import CatchUpPolicy, OverlapPolicy
 from recur_server.policies.catch_up import MAX_LIMIT as MAX_CATCH_UP_LIMIT
 from recur_server.policies.retention import MAX_KEEP_RUNS_DAYS
 from recur_server.schemas.common import Cursor, OwnedPageIn, page_of
-from recur_server.schemas.fields import INT_MAX, Instant, Iso, Joined, instant, out, whole
+from recur_server.schemas.fields import INT_MAX, Instant, Iso, Joined, defaulted, instant, out, whole
 from recur_server.schemas.follows import AFTER_DOC, AfterIn, after_of
 from recur_server.schemas.runs import RunBriefOut
 from recur_server.services.overdue import overdue_seconds
@@ -67,28 +67,31 @@ class TimingIn(Schema):
         "pattern": r"^\s*([0-9]+\s*[smhdwSMHDW]|[Ss]econdly|[Mm]inutely|[Hh]ourly|[Dd]aily|[Ww]eekly)\s*$",
         "example": "15m"})
     cron = fields.String(allow_none=True, validate=validate.Length(min=1, max=200), metadata={"example": "0 3 * * *"})
-    day_or = fields.Boolean()
+    day_or = defaulted(fields.Boolean(), True)
     rrule = fields.String(allow_none=True, validate=validate.Length(min=1, max=6500), metadata={
         "example": "FREQ=WEEKLY;BYDAY=MO,WE,FR;BYHOUR=9;BYMINUTE=0"})
     at = Instant(default_timezone=UTC, allow_none=True, metadata={"example": "2030-01-01T09:00:00Z"})
     after_seconds = whole(1, MAX_AFTER_SECONDS, allow_none=True)
-    anchor_date = instant("2026-01-01T00:00:00Z", allow_none=True)
-    timezone = fields.String(validate=validate.Length(min=1, max=64), metadata={
-        "enum": sorted(available_timezones()), "example": "Europe/Berlin"})
-    start_at = instant("2026-01-01T00:00:00Z", allow_none=True)
-    end_at = instant("2036-01-01T00:00:00Z", allow_none=True)
-    only_between = fields.String(allow_none=True, validate=validate.Length(max=32), metadata={  # its column's width
+    anchor_date = defaulted(instant("2026-01-01T00:00:00Z", allow_none=True), None)
+    timezone = defaulted(fields.String(validate=validate.Length(min=1, max=64), metadata={
+        "enum": sorted(available_timezones()), "example": "Europe/Berlin"}), "UTC")
+    start_at = defaulted(instant("2026-01-01T00:00:00Z", allow_none=True), None)
+    end_at = defaulted(instant("2036-01-01T00:00:00Z", allow_none=True), None)
+    # its column's width
+    only_between = defaulted(fields.String(allow_none=True, validate=validate.Length(max=32), metadata={
         "pattern": r"^\s*([01]?[0-9]|2[0-3]):[0-5][0-9]\s*-\s*([01]?[0-9]|2[0-3]):[0-5][0-9]\s*$",
-        "example": "09:00-17:00"})
-    not_on = fields.List(fields.Raw(metadata={"anyOf": [{"type": "integer", "minimum": 0, "maximum": 7},
-                                                        {"type": "string", "enum": list(WEEKDAYS)}]}),
-                         allow_none=True, validate=validate.Length(max=14), metadata={"example": ["sat", "sun"]})
-    jitter_seconds = whole(0, timing.MAX_JITTER_SECONDS)
-    calendar_id = whole(1, INT_MAX, allow_none=True, metadata={
-        "description": "a calendar of yours (GET /calendars/) whose days the ticks skip or shift off; null: none"})
-    on_calendar = fields.String(allow_none=True, validate=validate.OneOf(timing.ON_CALENDAR), metadata={
+        "example": "09:00-17:00"}), None)
+    not_on = defaulted(fields.List(
+        fields.Raw(metadata={"anyOf": [{"type": "integer", "minimum": 0, "maximum": 7},
+                                       {"type": "string", "enum": list(WEEKDAYS)}]}),
+        allow_none=True, validate=validate.Length(max=14), metadata={"example": ["sat", "sun"]}), None)
+    jitter_seconds = defaulted(whole(0, timing.MAX_JITTER_SECONDS), 0)
+    calendar_id = defaulted(whole(1, INT_MAX, allow_none=True, metadata={
+        "description": "a calendar of yours (GET /calendars/) whose days the ticks skip or shift off; null: none"}),
+        None)
+    on_calendar = defaulted(fields.String(allow_none=True, validate=validate.OneOf(timing.ON_CALENDAR), metadata={
         "description": "a tick on a calendar day: skip (default), or shift_next / shift_previous to the same "
-                       "wall-clock time on the next / previous day neither in the calendar nor in not_on"})
+                       "wall-clock time on the next / previous day neither in the calendar nor in not_on"}), None)
 
     @validates_schema
     def _window(self, data: dict[str, Any], **_: Any) -> None:
@@ -104,7 +107,7 @@ def _whole_key(value: str) -> None:
         raise ValidationError("letters, digits and _ . : / @ + - only, not starting with a sign")
 
 
-def _key_field(**kwargs: Any) -> fields.String:
+def key_field(**kwargs: Any) -> fields.String:
     return fields.String(validate=[validate.Length(min=1, max=KEY_MAX), validate.Regexp(f"^{KEY_PATTERN}$"),
                                    _whole_key], **kwargs)
 
@@ -113,26 +116,30 @@ class ScheduleIn(TimingIn):
     """Create body; PATCH loads it with partial=True."""
 
     name = fields.String(required=True, validate=validate.Length(min=1, max=200))
-    key = _key_field(allow_none=True)
-    description = fields.String(allow_none=True, validate=validate.Length(max=10_000))
+    key = key_field(allow_none=True)
+    description = defaulted(fields.String(allow_none=True, validate=validate.Length(max=10_000)), None)
     workflow_id = whole(1, INT_MAX, required=True, metadata={"example": 1})
-    trigger_node_id = fields.String(allow_none=True, validate=validate.Length(max=200))
-    total_repeats = whole(0, INT_MAX)  # 0: no limit
-    max_retries = whole(0, MAX_RETRIES)
-    timeout_seconds = whole(1, MAX_TIMEOUT_SECONDS)
-    trigger_payload = fields.Raw(allow_none=True, validate=_payload_size)
-    on_exhausted = fields.String(validate=validate.OneOf([p.value for p in OnExhausted]))
-    catch_up = fields.String(validate=validate.OneOf([p.value for p in CatchUpPolicy]))
-    catch_up_window_seconds = whole(1, INT_MAX, allow_none=True)  # null: no window
-    catch_up_limit = whole(1, MAX_CATCH_UP_LIMIT)
-    overlap = fields.String(validate=validate.OneOf([p.value for p in OverlapPolicy]))
-    alert_after_seconds = whole(1, MAX_ALERT_AFTER_SECONDS, allow_none=True)  # null: no missed-run alert
-    keep_runs_days = whole(1, MAX_KEEP_RUNS_DAYS, allow_none=True)  # null: RECUR_KEEP_RUNS_DAYS
+    trigger_node_id = defaulted(fields.String(allow_none=True, validate=validate.Length(max=200)), None)
+    total_repeats = defaulted(whole(0, INT_MAX), 0)  # 0: no limit
+    max_retries = defaulted(whole(0, MAX_RETRIES), 3)
+    timeout_seconds = defaulted(whole(1, MAX_TIMEOUT_SECONDS), 600)
+    trigger_payload = defaulted(fields.Raw(allow_none=True, validate=_payload_size), None)
+    on_exhausted = defaulted(fields.String(validate=validate.OneOf([p.value for p in OnExhausted])),
+                             OnExhausted.DEAD.value)
+    catch_up = defaulted(fields.String(validate=validate.OneOf([p.value for p in CatchUpPolicy])),
+                         CatchUpPolicy.LATEST.value)
+    catch_up_window_seconds = defaulted(whole(1, INT_MAX, allow_none=True), None)  # null: no window
+    catch_up_limit = defaulted(whole(1, MAX_CATCH_UP_LIMIT), 100)
+    overlap = defaulted(fields.String(validate=validate.OneOf([p.value for p in OverlapPolicy])),
+                        OverlapPolicy.SKIP.value)
+    # null: no missed-run alert
+    alert_after_seconds = defaulted(whole(1, MAX_ALERT_AFTER_SECONDS, allow_none=True), None)
+    keep_runs_days = defaulted(whole(1, MAX_KEEP_RUNS_DAYS, allow_none=True), None)  # null: RECUR_KEEP_RUNS_DAYS
     # Alerts on runs (docs/notifications.md; null: none): run.long, run.late, schedule.failing.
-    long_after_seconds = whole(1, MAX_ALERT_AFTER_SECONDS, allow_none=True)
-    late_after_seconds = whole(1, MAX_ALERT_AFTER_SECONDS, allow_none=True)
-    failing_after = whole(1, MAX_FAILING_AFTER, allow_none=True)
-    after = fields.Nested(AfterIn, allow_none=True)  # runs that follow another schedule's (null: none)
+    long_after_seconds = defaulted(whole(1, MAX_ALERT_AFTER_SECONDS, allow_none=True), None)
+    late_after_seconds = defaulted(whole(1, MAX_ALERT_AFTER_SECONDS, allow_none=True), None)
+    failing_after = defaulted(whole(1, MAX_FAILING_AFTER, allow_none=True), None)
+    after = defaulted(fields.Nested(AfterIn, allow_none=True), None)  # runs that follow another's (null: none)
 
 
 class PauseIn(Schema):
@@ -174,7 +181,7 @@ class BatchDeleteIn(Schema):
 class ScheduleListIn(OwnedPageIn):
     cursor = Cursor(SCHEDULES)
     status = fields.String(validate=validate.OneOf([s.value for s in ScheduleStatus]))
-    key = _key_field()
+    key = key_field()
     workflow_id = fields.Integer(validate=validate.Range(min=1, max=INT_MAX))
 
 

@@ -9,7 +9,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate
 from recur_server.infra.extensions import queue_names
 from recur_server.models import ConcurrencyPolicy
 from recur_server.schemas.common import Cursor, OwnedPageIn, page_of
-from recur_server.schemas.fields import Iso, out, whole
+from recur_server.schemas.fields import Iso, defaulted, out, whole
 from recur_server.services.queries import WORKFLOWS
 from recur_server.tasks import get_task, task_names
 
@@ -47,12 +47,13 @@ class WorkflowIn(Schema):
 
     name = fields.String(required=True, validate=validate.Length(min=1, max=200))
     task = fields.String(required=True, validate=[validate.Length(min=1, max=200), KnownTask()])
-    max_concurrent_runs = whole(1, MAX_CONCURRENT_RUNS, allow_none=True)  # null: no limit
-    concurrency_policy = fields.String(validate=validate.OneOf([p.value for p in ConcurrencyPolicy]))
-    breaker_threshold = whole(1, MAX_BREAKER_THRESHOLD, allow_none=True)  # null: no breaker
-    breaker_reset_seconds = whole(1, MAX_BREAKER_RESET_SECONDS)
+    max_concurrent_runs = defaulted(whole(1, MAX_CONCURRENT_RUNS, allow_none=True), None)  # null: no limit
+    concurrency_policy = defaulted(fields.String(validate=validate.OneOf([p.value for p in ConcurrencyPolicy])),
+                                   ConcurrencyPolicy.WAIT.value)
+    breaker_threshold = defaulted(whole(1, MAX_BREAKER_THRESHOLD, allow_none=True), None)  # null: no breaker
+    breaker_reset_seconds = defaulted(whole(1, MAX_BREAKER_RESET_SECONDS), 300)
     # The RQ queue its schedules' links and runs go through; null: the default queue (RECUR_QUEUE).
-    queue = fields.String(allow_none=True, validate=[validate.Length(min=1, max=64), KnownQueue()])
+    queue = defaulted(fields.String(allow_none=True, validate=[validate.Length(min=1, max=64), KnownQueue()]), None)
 
 
 class WorkflowOut(Schema):

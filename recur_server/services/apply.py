@@ -30,13 +30,15 @@ from recur_server.services.refusals import CHANGE_REFUSED
 
 M = TypeVar("M", Workflow, Webhook, Calendar)
 MAX_CHANGES = 1000  # changes in one apply: a bounded request whatever the file
+MAX_FILE_ENTRIES = 10_000  # of each kind in an apply file (the body's size, RECUR_MAX_BODY_BYTES, bounds it too)
 
 
 class StepRefused(Exception):  # noqa: N818 - named for what happened to the step
     """One change refused: `where` (e.g. schedules.create.2), the name it goes by, and the service's refusal."""
 
-    def __init__(self, where: str, name: str, cause: Exception) -> None:
-        super().__init__(f"{where} ({name}): {cause}")
+    def __init__(self, where: str, name: str, cause: Exception, label: str | None = None) -> None:
+        self.label = label or f"{where} ({name})"  # how the answer's message names it
+        super().__init__(f"{self.label}: {cause}")
         self.where, self.name, self.cause = where, name, cause
 
 
