@@ -144,6 +144,11 @@ class Schedule(db.Model):  # type: ignore[name-defined,misc]
                             sqlite_where=text("health = 'late'")),
                       Index("ix_scheduled_jobs_failing", "id", postgresql_where=text("failing_since IS NOT NULL"),
                             sqlite_where=text("failing_since IS NOT NULL")),
+                      # The reconciler's periodic pass: the active schedules due soon, or not planned yet
+                      # (recur_server.services.reconcile). A link moves next_run_at, so its UPDATE is not HOT on
+                      # PostgreSQL; docs/performance.md has what that costs a link. Not partial: SQLite's
+                      # planner would rather take the status index and sort.
+                      Index("ix_scheduled_jobs_due", "status", "next_run_at", "id"),
                       UniqueConstraint("owner_id", "key", name="uq_scheduled_jobs_owner_key"))
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)

@@ -131,3 +131,21 @@ def test_a_start_on_an_older_schema_migrates_and_one_at_the_newest_runs_no_migra
         finally:
             db.session.remove()
             db.engine.dispose()
+
+
+def test_the_periodic_pass_reads_the_due_schedules_through_their_index(migrated: Flask) -> None:
+    """Its cost follows the schedules due, not the table (recur_server.services.reconcile._due_before)."""
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's planner picks by table statistics; the index itself is checked above")
+    from datetime import UTC, datetime
+
+    from sqlalchemy import tuple_
+
+    until = datetime(2026, 1, 1, tzinfo=UTC)
+    query = (select(Schedule.id)
+             .where((Schedule.status == ScheduleStatus.ACTIVE.value) & (Schedule.next_run_at <= until)
+                    & (tuple_(Schedule.next_run_at, Schedule.id) > tuple_(until, "x")))
+             .order_by(Schedule.next_run_at, Schedule.id).limit(1000))
+    sql = str(query.compile(db.engine, compile_kwargs={"literal_binds": True}))
+    plan = " ".join(row[3] for row in db.session.execute(text("EXPLAIN QUERY PLAN " + sql)))
+    assert "ix_scheduled_jobs_due" in plan and "TEMP B-TREE" not in plan, plan

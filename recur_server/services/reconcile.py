@@ -2,18 +2,24 @@
 
 Idempotent and safe to run anywhere, any time, by several processes at once: a link is only ever
 (re)put under the ID the committed row expects, replacing any pending copy, and every link is fenced.
+
+A pass is a full sweep (every active schedule) or, with a horizon, reads only the active schedules due
+before now + horizon or not planned yet (ix_scheduled_jobs_due): the links that must be in Redis before
+they come due, and the runs in flight (a running link's tick is due already). Its cost follows the work
+due, not the number of schedules; the workers sweep in full at start, when Redis lost its data, and once
+per RECUR_RECONCILE_SWEEP_SECONDS (recur_server.workers.background).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 
 from recur_server.chain import invalid, planning
 from recur_server.chain.finish import finish_run
@@ -35,6 +41,7 @@ BATCH = 1000
 
 @dataclass
 class Report:
+    sweep: bool = True  # every active schedule read; False: those due within the horizon
     checked: int = 0
     links_repaired: list[str] = field(default_factory=list)
     runs_written_off: list[str] = field(default_factory=list)
@@ -42,6 +49,7 @@ class Report:
 
     def as_dict(self) -> dict[str, object]:
         return {
+            "sweep": self.sweep,
             "checked": self.checked,
             "links_repaired": len(self.links_repaired),
             "runs_written_off": len(self.runs_written_off),
@@ -49,41 +57,33 @@ class Report:
         }
 
 
-def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) -> Report:
-    """One pass over every active schedule. `between_batches` runs after each batch (the background loop
-    renews its lock there, and raises to abandon the pass if the lock was lost)."""
-    report = Report()
+_COLUMNS = (Schedule.id, Schedule.revision, Schedule.current_repeat, Schedule.current_retry, Schedule.running_run_id,
+            Schedule.next_run_at, Schedule.jitter_seconds, Schedule.timeout_seconds, Schedule.queue)
+_ACTIVE = Schedule.status == ScheduleStatus.ACTIVE.value
+
+
+def reconcile(now: datetime, between_batches: Callable[[], None] | None = None,
+              horizon: timedelta | None = None) -> Report:
+    """One pass: over every active schedule, or, with `horizon`, over those due before now + horizon (and
+    those not planned yet). `between_batches` runs after each batch (the background loop renews its lock
+    there, and raises to abandon the pass if the lock was lost)."""
     redis = get_redis()
     queue = get_queue()
     lease_seconds = current_app.config["RECUR_LEASE_SECONDS"]
     # A missing lease means a lost worker unless Redis was emptied (the epoch key gone: live runs re-create
     # their leases within a quarter lease) or stalled lately (recur_server.chain.leases.pulse).
     leases_tell = pulse(redis, lease_seconds, current_app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
-    leases_tell = not redis.set(EPOCH_KEY, now.isoformat(), nx=True) and leases_tell
+    emptied = bool(redis.set(EPOCH_KEY, now.isoformat(), nx=True))
+    leases_tell = not emptied and leases_tell
+    if emptied:  # every link may be gone, not only those due soon
+        horizon = None
+    report = Report(sweep=horizon is None)
     lease_grace = timedelta(seconds=lease_seconds)
     queued = QueuedIds(redis, queue)  # read at most once per pass, whatever the number of batches
-    last_id = ""
-    while True:
-        rows = db.session.execute(
-            select(
-                Schedule.id, Schedule.revision, Schedule.current_repeat,
-                Schedule.current_retry, Schedule.running_run_id, Schedule.next_run_at,
-                Schedule.jitter_seconds, Schedule.timeout_seconds, Schedule.queue,
-            )
-            .where((Schedule.status == ScheduleStatus.ACTIVE.value) & (Schedule.id > last_id))
-            .order_by(Schedule.id)
-            .limit(BATCH)
-        ).all()
-        db.session.rollback()
-        if not rows:
-            report.runs_written_off += reap(now, lease_grace, leases_tell)
-            forget_lost_jobs()
-            resume_backfills(now)
-            triggered.resume_queued(now)  # runs that follow other runs, lost on their way
-            return report
+    batches = _every_active() if horizon is None else _due_before(now + horizon)
+    for rows in batches:
         if between_batches is not None and report.checked:
             between_batches()
-        last_id = rows[-1].id
         report.checked += len(rows)
 
         idle = [r for r in rows if r.running_run_id is None]
@@ -99,6 +99,50 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None) 
         for row, lease in zip(running, holders(redis, [r.id for r in running]), strict=True):
             if lease is None:
                 _write_off_if_lost(row.running_run_id, row.timeout_seconds, now, lease_grace, report)
+    report.runs_written_off += reap(now, lease_grace, leases_tell)
+    forget_lost_jobs()
+    resume_backfills(now)
+    triggered.resume_queued(now)  # runs that follow other runs, lost on their way
+    return report
+
+
+def _read(statement: Any) -> list[Any]:
+    rows = list(db.session.execute(statement.limit(BATCH)).all())
+    db.session.rollback()
+    return rows
+
+
+def _every_active() -> Iterator[list[Any]]:
+    """Every active schedule, BATCH rows at a time, by id (ix_scheduled_jobs_status_id)."""
+    last_id = ""
+    while rows := _read(select(*_COLUMNS).where(_ACTIVE & (Schedule.id > last_id)).order_by(Schedule.id)):
+        yield rows
+        last_id = rows[-1].id
+
+
+def _due_before(until: datetime) -> Iterator[list[Any]]:
+    """The active schedules not planned yet, those running a link whose next tick is later (an edit re-planned
+    it mid-run), then those due before `until`, soonest first; BATCH rows at a time, each through an index
+    (ix_scheduled_jobs_due: status, next_run_at, id; ix_runs_running). A schedule that a link
+    moves on during the pass may be read twice or not at all: the first is harmless, and a schedule it moved
+    past the position read is due after it and is read by a later pass."""
+    running = select(Run.schedule_id).where(Run.status == RunStatus.RUNNING.value)
+    for chosen in (Schedule.next_run_at.is_(None),
+                   (Schedule.next_run_at > until) & Schedule.running_run_id.is_not(None) & Schedule.id.in_(running)):
+        last_id = ""
+        while rows := _read(select(*_COLUMNS).where(_ACTIVE & chosen & (Schedule.id > last_id)).order_by(Schedule.id)):
+            yield rows
+            last_id = rows[-1].id
+    after: tuple[datetime, str] | None = None
+    while True:
+        due = _ACTIVE & (Schedule.next_run_at <= until)
+        if after is not None:
+            due &= tuple_(Schedule.next_run_at, Schedule.id) > tuple_(*after)
+        rows = _read(select(*_COLUMNS).where(due).order_by(Schedule.next_run_at, Schedule.id))
+        if not rows:
+            return
+        yield rows
+        after = (rows[-1].next_run_at, rows[-1].id)
 
 
 def _really_missing(redis: Any, queue: Any, rows: list[Any], now: datetime, queued: QueuedIds) -> list[Any]:

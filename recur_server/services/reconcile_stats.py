@@ -15,6 +15,7 @@ def count_pass(redis: Redis, report: dict[str, object]) -> None:
     to the totals."""
     with redis.pipeline(transaction=False) as pipe:
         pipe.hincrby(STATS_KEY, "reconcile_passes", 1)
+        pipe.hincrby(STATS_KEY, "reconcile_sweeps", 1 if report.get("sweep", True) else 0)
         pipe.hincrby(STATS_KEY, "links_repaired", int(str(report["links_repaired"])))
         pipe.hincrby(STATS_KEY, "runs_written_off", int(str(report["runs_written_off"])))
         pipe.hincrby(STATS_KEY, "schedules_invalidated", int(str(report["schedules_invalidated"])))

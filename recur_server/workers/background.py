@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TypeVar
 
 from flask import Flask
@@ -43,6 +44,16 @@ RECONCILE_LOCK_MS = 10_000
 
 # Set for `every` seconds when a periodic pass ends: the other workers' loops skip theirs until it lapses.
 RECONCILED_KEY = "recur:reconciled"
+# Set for RECUR_RECONCILE_SWEEP_SECONDS when a full sweep ends: until it lapses, periodic passes read only the
+# schedules due within their horizon.
+SWEPT_KEY = "recur:reconcile-swept"
+HORIZON_FLOOR_SECONDS = 60.0
+
+
+def horizon_seconds(every: float) -> float:
+    """How far ahead a periodic pass looks: four periods, and at least a minute, so that a missing link is
+    found by a pass before it comes due even when a pass or two is late (a lock held, a slow database)."""
+    return max(HORIZON_FLOOR_SECONDS, 4 * every)
 # Set by every background loop as it pulses, for a while longer than it pulses: a worker started without
 # one (an `rq worker` whose background.py is not running) says so.
 BACKGROUND_SEEN_KEY = "recur:background-seen"
@@ -88,13 +99,20 @@ def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] 
     redis = get_redis(app)
 
     def work(renew: Callable[[], None]) -> dict[str, object]:
+        # A full sweep at start, and when none has ended for RECUR_RECONCILE_SWEEP_SECONDS in the cluster (the
+        # key is gone with Redis's data too); otherwise the schedules due within the horizon.
+        sweep_seconds = app.config["RECUR_RECONCILE_SWEEP_SECONDS"]
+        sweep = every is None or not redis.exists(SWEPT_KEY)
+        horizon = None if sweep else timedelta(seconds=horizon_seconds(every or 0.0))
         with app.app_context():
             started = clock.monotonic()
             try:
-                report = reconcile(clock.utcnow(), renew).as_dict()
+                report = reconcile(clock.utcnow(), renew, horizon).as_dict()
             finally:
                 db.session.remove()
             report["seconds"] = round(clock.monotonic() - started, 3)
+        if report["sweep"]:
+            redis.set(SWEPT_KEY, os.getpid(), px=max(1, int(sweep_seconds * 1000)))
         if report["links_repaired"] or report["runs_written_off"] or report["schedules_invalidated"]:
             log.warning("reconcile: %s", report)
         count_pass(redis, report)
