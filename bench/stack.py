@@ -254,10 +254,15 @@ class RecurEnv:
 
 
 def slots_in(arguments: list[str]) -> int:
-    """The slots a worker.py started with `arguments` runs: its --concurrency, or the default."""
+    """The slots a worker.py started with `arguments` starts with (it adds more while they are all busy): its
+    --min-slots, or the default, at most its --concurrency (or the default)."""
+    settings = Settings.from_env(dict(os.environ))
     setting = (int(arguments[arguments.index("--concurrency") + 1]) if "--concurrency" in arguments
-               else Settings.from_env(dict(os.environ)).RECUR_WORKER_CONCURRENCY)
-    return default_concurrency(setting)
+               else settings.RECUR_WORKER_CONCURRENCY)
+    least = (int(arguments[arguments.index("--min-slots") + 1]) if "--min-slots" in arguments
+             else settings.RECUR_WORKER_MIN_SLOTS)
+    most = default_concurrency(setting)
+    return most if most == 1 else min(max(1, least), most)
 
 
 def wait_workers(redis: Redis, count: int, processes: list[Process], timeout: float = 60) -> None:

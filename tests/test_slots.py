@@ -1,7 +1,7 @@
-"""One worker.py runs several tasks at once (`--concurrency N`: N slots, each an RQ worker with its own work
-process): their runs overlap, each is recorded once; a slot that dies is replaced while the others' tasks
-finish; SIGTERM waits for every running task and hands off every successor. Real redis-server, gunicorn and
-worker.py."""
+"""One worker.py runs several tasks at once (`--concurrency N`: up to N slots, each an RQ worker with its own
+work process, started while all are busy and stopped when idle): their runs overlap, each is recorded once;
+a slot that dies is replaced while the others' tasks finish; SIGTERM waits for every running task and hands
+off every successor. Real redis-server, gunicorn and worker.py."""
 
 from __future__ import annotations
 
@@ -61,6 +61,20 @@ def test_a_worker_with_three_slots_runs_three_tasks_at_once_each_once(stack: Sta
     assert sorted(w.name for w in _slots(stack)) == ["slots-1", "slots-2", "slots-3"]  # what `rq info` lists
 
 
+def test_a_worker_starts_with_one_slot_grows_for_a_burst_and_shrinks_back_when_idle(stack: Stack) -> None:
+    stack.env["RECUR_WORKER_SLOT_IDLE_SECONDS"] = "3"
+    worker = stack.start_worker("--concurrency", "3", "--name", "slots")
+    stack.wait_workers_ready()
+    assert [w.name for w in _slots(stack)] == ["slots-1"]
+    ids = _sleepers(stack, 3, 3)
+    wait_for(lambda: all(stack.api.ok("GET", f"/api/v1/schedules/{i}/")["status"] == "done" for i in ids), 40,
+             what="three runs")
+    runs = [r for i in ids for r in stack.api.runs(i)]
+    assert _most_at_once(_spans(runs)) == 3 and {r["worker"] for r in runs} == {"slots-1", "slots-2", "slots-3"}
+    wait_for(lambda: len(_slots(stack)) == 1, 30, what="the idle slots to stop")
+    assert "took no task for 3 s: stopping it" in worker.output() and worker.alive()
+
+
 def test_a_slot_killed_mid_task_is_replaced_while_the_other_slots_task_finishes(stack: Stack) -> None:
     stack.env["RECUR_LEASE_SECONDS"] = "2"
     worker = stack.start_worker("--concurrency", "2", "--name", "slots")
@@ -104,7 +118,7 @@ def test_sigterm_waits_for_every_running_task_and_hands_off_every_successor(stac
 
 def test_a_killed_worker_takes_its_slots_with_it(stack: Stack) -> None:
     """SIGKILL to worker.py alone: no slot may run on as an orphan, taking links nobody supervises."""
-    worker = stack.start_worker("--concurrency", "2", "--name", "slots")
+    worker = stack.start_worker("--concurrency", "2", "--min-slots", "2", "--name", "slots")
     stack.wait_workers_ready()
     wait_for(lambda: len(_slots(stack)) == 2, 30, what="two slots")
     pids = [w.pid for w in _slots(stack)]
