@@ -236,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loads", default=None,
                         help="scenario 2's loads, comma-separated SCHEDULES:INTERVAL:SECONDS (default 1000:20:60)")
     parser.add_argument("--rounds", type=int, default=None, help="scenario 1's interleaved rounds (default 3)")
+    parser.add_argument("--scale", default=None,
+                        help="scenario 4's numbers of schedules, comma-separated (default 10000,100000)")
     parser.add_argument("--history-runs", type=int, default=None,
                         help="scenario 8's runs in all (default 10,000,000; a fifth behind one schedule)")
     args = parser.parse_args(argv)
@@ -245,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         config["loads"] = [tuple(int(part) for part in load.split(":")) for load in args.loads.split(",")]
     if args.rounds:
         config["rounds"] = args.rounds
+    if args.scale:
+        config["scale"] = [int(count) for count in args.scale.split(",")]
     if args.history_runs:
         history_spec: dict[str, Any] = dict(config["history"])  # type: ignore[call-overload]
         config["history"] = {**history_spec, "runs": args.history_runs, "big": args.history_runs // 5}

@@ -47,13 +47,14 @@ RECONCILED_KEY = "recur:reconciled"
 # Set for RECUR_RECONCILE_SWEEP_SECONDS when a full sweep ends: until it lapses, periodic passes read only the
 # schedules due within their horizon.
 SWEPT_KEY = "recur:reconcile-swept"
-HORIZON_FLOOR_SECONDS = 60.0
+HORIZON_PERIODS = 3
 
 
 def horizon_seconds(every: float) -> float:
-    """How far ahead a periodic pass looks: four periods, and at least a minute, so that a missing link is
-    found by a pass before it comes due even when a pass or two is late (a lock held, a slow database)."""
-    return max(HORIZON_FLOOR_SECONDS, 4 * every)
+    """How far ahead a periodic pass looks: three periods, so that a missing link is found by a pass before it
+    comes due even when the pass before was skipped or late (a lock held, a slow database). A link already
+    due is in every pass's reach."""
+    return HORIZON_PERIODS * every
 # Set by every background loop as it pulses, for a while longer than it pulses: a worker started without
 # one (an `rq worker` whose background.py is not running) says so.
 BACKGROUND_SEEN_KEY = "recur:background-seen"
