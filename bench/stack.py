@@ -224,7 +224,7 @@ class RecurEnv:
 
     def start_workers(self, count: int, mode: str = "default", *more: str) -> None:
         """`count` worker.py processes in `mode` (a key of WORKER_MODES), with `more` arguments; each registers
-        one RQ worker per slot (`--concurrency` in `more`, or the default), and all of them are waited for."""
+        one RQ worker per slot it starts with (slots_in), and all of them are waited for."""
         extra = [*WORKER_MODES[mode], *more]
         for index in range(count):
             log = self.directory / f"worker{len(self.workers)}.log"

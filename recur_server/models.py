@@ -144,10 +144,8 @@ class Schedule(db.Model):  # type: ignore[name-defined,misc]
                             sqlite_where=text("health = 'late'")),
                       Index("ix_scheduled_jobs_failing", "id", postgresql_where=text("failing_since IS NOT NULL"),
                             sqlite_where=text("failing_since IS NOT NULL")),
-                      # The reconciler's periodic pass: the active schedules due soon, or not planned yet
-                      # (recur_server.services.reconcile). A link moves next_run_at, so its UPDATE is not HOT on
-                      # PostgreSQL; docs/performance.md has what that costs a link. Not partial: SQLite's
-                      # planner would rather take the status index and sort.
+                      # The reconciler's periodic pass (not partial: SQLite would sort). It makes a link's UPDATE
+                      # not HOT on PostgreSQL: docs/benchmarks.md has what that costs.
                       Index("ix_scheduled_jobs_due", "status", "next_run_at", "id"),
                       UniqueConstraint("owner_id", "key", name="uq_scheduled_jobs_owner_key"))
 

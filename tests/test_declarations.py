@@ -110,7 +110,7 @@ def test_a_plain_function_runs_through_rq_with_exactly_its_arguments(chain_app, 
                    kwargs={"dry_run": True, "channels": ["mail", "sms"]}, key="reports-42")
     outcome = sync(chain_app)
     assert outcome.plan is not None and outcome.plan.count("create") == 1
-    schedule_id = outcome.plan.steps[0].schedule_id
+    schedule_id = outcome.plan.steps[0].target
     assert schedule_id is not None
     due = step(chain_app, fake_clock, extra_seconds=0.3)
     assert due is not None

@@ -35,7 +35,6 @@ from harness.servers import (
 from harness.stack import Api
 from harness.tick_grid import covered_ticks, lost_ticks
 from harness.tick_grid import off_grid as ticks_off_grid
-from harness.tokens import token_for_env
 
 pytestmark = pytest.mark.integration
 
@@ -78,13 +77,20 @@ def _stop(process: Process) -> None:
 
 
 def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
-        tmp_path: Path, redis_server: RedisServer, database_url: str, request: pytest.FixtureRequest) -> None:
+        tmp_path: Path, redis_server: RedisServer, empty_database_url: str, request: pytest.FixtureRequest) -> None:
+    """The database starts empty and 0.1.0 builds its own schema: the new version's migrations then run
+    while 0.1.0 is running, as an upgrade's do."""
     old = _previous_version(tmp_path / "previous")
     redis = Redis.from_url(redis_server.url)
     redis.flushall()
-    env = {"DATABASE_URL": database_url, "REDIS_URL": redis_server.url,
+    env = {"DATABASE_URL": empty_database_url, "REDIS_URL": redis_server.url,
            "RECUR_EXECUTION_LOG": str(tmp_path / "executions.log")}
-    token = token_for_env(env)
+
+    def old_flask(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "flask", "--app", "app:create_app", *args], cwd=old,
+                              env={**env, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}, check=True,
+                              capture_output=True, text=True, timeout=120).stdout
+
     logs: list[Path] = []
 
     def log(name: str) -> Path:
@@ -96,10 +102,9 @@ def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
 
     processes: list[Process] = []
     try:
-        # 0.1.0 running: its web process and two workers, from its own files.
-        subprocess.run([sys.executable, "-m", "flask", "--app", "app:create_app", "db", "upgrade"], cwd=old,
-                       env={**env, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}, check=True,
-                       capture_output=True, timeout=120)
+        # 0.1.0 running: its schema, its token, its web process and two workers, from its own files.
+        old_flask("db", "upgrade")
+        token = old_flask("tokens", "create", "admin").strip().splitlines()[-1]
         old_web, port = serve_web(env, log("old-web"), lambda p: api_of(p).answers(), cwd=old)
         old_workers = [start_worker(env, log(f"old-worker-{i}"), "--concurrency", "2", cwd=old) for i in (1, 2)]
         processes += [old_web, *old_workers]
