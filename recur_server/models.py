@@ -121,22 +121,24 @@ class Workflow(db.Model):  # type: ignore[name-defined,misc]
     breaker_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     breaker_opened_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     breaker_probe_run_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
-    # The RQ queue its schedules' links and runs go through (NULL: RECUR_QUEUE); one of
-    # recur_server.infra.extensions.queue_names().
+    # The RQ queue its schedules' links and runs go through (NULL: RECUR_QUEUE); one of extensions.queue_names().
     queue: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+# The schedules a missed-run check may mark late (recur_server.notify.alerts), and the partial index's condition,
+# as SQL text: the words a query says for SQLite to use the index.
+ALERTED = "status = 'active' AND health = 'ok' AND alert_after_seconds IS NOT NULL"
+DETACHED = "detached_since IS NOT NULL"
 
 
 class Schedule(db.Model):  # type: ignore[name-defined,misc]
     __tablename__ = "scheduled_jobs"
-    # The reconciler walks active schedules in id order, a batch at a time: with (status, id) each batch is
-    # one index range. With status alone, SQLite sorted every active row again for each batch (quadratic:
-    # a pass over 100,000 schedules took 8.8 s, over 10,000 0.46 s).
-    # A key names a schedule for its owner (recur apply matches by it); NULLs are distinct, so unkeyed
-    # schedules are unconstrained on both databases.
-    # The schedules list, newest first a page at a time: one range of (owner_id, created_at, id), or of
-    # (created_at, id) for an admin's whole list.
-    # A /metrics scrape counts the late and the failing schedules: a handful among many, each count one
-    # partial index (its predicate names columns a link's UPDATE leaves alone, so links keep their HOT updates).
+    # status_id: the reconciler's sweep, a batch of active schedules at a time, each one index range (status
+    # alone had SQLite sort every active row per batch: 8.8 s a pass over 100,000). The list, newest first:
+    # owner_created (an owner's), created (an admin's). late, failing: counted by each /metrics scrape.
+    # due: the reconciler's periodic pass (not partial: SQLite would sort); it makes a link's UPDATE not HOT
+    # on PostgreSQL (docs/benchmarks.md); with detached, the missed-run check (each second) reads only its
+    # candidates. A key names a schedule for its owner; NULLs are distinct, so unkeyed ones are free.
     __table_args__ = (Index("ix_scheduled_jobs_status_id", "status", "id"),
                       Index("ix_scheduled_jobs_owner_created", "owner_id", "created_at", "id"),
                       Index("ix_scheduled_jobs_created", "created_at", "id"),
@@ -144,9 +146,9 @@ class Schedule(db.Model):  # type: ignore[name-defined,misc]
                             sqlite_where=text("health = 'late'")),
                       Index("ix_scheduled_jobs_failing", "id", postgresql_where=text("failing_since IS NOT NULL"),
                             sqlite_where=text("failing_since IS NOT NULL")),
-                      # The reconciler's periodic pass (not partial: SQLite would sort). It makes a link's UPDATE
-                      # not HOT on PostgreSQL: docs/benchmarks.md has what that costs.
                       Index("ix_scheduled_jobs_due", "status", "next_run_at", "id"),
+                      Index("ix_scheduled_jobs_detached", "status", "detached_since",
+                            postgresql_where=text(DETACHED), sqlite_where=text(DETACHED)),
                       UniqueConstraint("owner_id", "key", name="uq_scheduled_jobs_owner_key"))
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=_uuid)
@@ -154,8 +156,7 @@ class Schedule(db.Model):  # type: ignore[name-defined,misc]
     key: Mapped[str | None] = mapped_column(String(200), nullable=True)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
     workflow_id: Mapped[int] = mapped_column(ForeignKey("workflows.id", ondelete="CASCADE"), index=True)
-    # Its workflow's queue, copied (recur_server.services.workflows.update keeps it so): the row a link is put from
-    # has it.
+    # Its workflow's queue, copied (services.workflows.update keeps it so): the row a link is put from has it.
     queue: Mapped[str | None] = mapped_column(String(64), nullable=True)
     owner_id: Mapped[int] = mapped_column(
         ForeignKey("owners.id", ondelete="CASCADE", name="fk_scheduled_jobs_owner_id"))
@@ -212,8 +213,7 @@ class Schedule(db.Model):  # type: ignore[name-defined,misc]
     # Why and when the schedule was paused (by a caller, or by on_exhausted=pause); cleared on resume.
     pause_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    # Why its due tick waits instead of running (recur_server.chain.claim.Wait), set each time it is put off; cleared
-    # when a tick is claimed.
+    # Why its due tick waits instead of running (chain.claim.Wait), set each time it is put off; cleared on a claim.
     waiting_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Days this schedule's runs are kept (recur_server.policies.retention); NULL: RECUR_KEEP_RUNS_DAYS.
     keep_runs_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -234,9 +234,8 @@ class Schedule(db.Model):  # type: ignore[name-defined,misc]
         ForeignKey("calendars.id", name="fk_scheduled_jobs_calendar_id"), nullable=True, index=True)
     on_calendar: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
-    # Runs that follow another schedule's runs (recur_server.services.follow, recur_server.chain.follow): the upstream
-    # schedule (same
-    # owner; no foreign key, so deleting it leaves this schedule simply never triggered), which of its outcomes
+    # Runs that follow another schedule's runs (services.follow, chain.follow): the upstream schedule (same owner;
+    # no foreign key, so deleting it leaves this schedule simply never triggered), which of its outcomes
     # trigger (succeeded, failed, ended), after how many seconds, and only_between's window for the trigger.
     after_schedule_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
     after_on: Mapped[str | None] = mapped_column(String(16), nullable=True)

@@ -149,3 +149,20 @@ def test_the_periodic_pass_reads_the_due_schedules_through_their_index(migrated:
     sql = str(query.compile(db.engine, compile_kwargs={"literal_binds": True}))
     plan = " ".join(row[3] for row in db.session.execute(text("EXPLAIN QUERY PLAN " + sql)))
     assert "ix_scheduled_jobs_due" in plan and "TEMP B-TREE" not in plan, plan
+
+
+def test_the_missed_run_check_reads_its_candidates_through_their_partial_indexes(migrated: Flask) -> None:
+    """Each second's check costs the schedules past their tick, not every one with an alert."""
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's planner picks by table statistics; the index itself is checked above")
+    from datetime import UTC, datetime
+
+    from recur_server.notify.alerts import candidates
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    for column, index in ((Schedule.next_run_at, "ix_scheduled_jobs_due"),
+                          (Schedule.detached_since, "ix_scheduled_jobs_detached")):
+        query = candidates(column, now)
+        sql = str(query.compile(db.engine, compile_kwargs={"literal_binds": True}))
+        plan = " ".join(row[3] for row in db.session.execute(text("EXPLAIN QUERY PLAN " + sql)))
+        assert index in plan and "TEMP B-TREE" not in plan, plan

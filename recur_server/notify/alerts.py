@@ -10,10 +10,10 @@ from datetime import datetime
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from recur_server.infra.extensions import db
-from recur_server.models import Schedule, ScheduleStatus
+from recur_server.models import ALERTED, Schedule, ScheduleStatus
 from recur_server.notify.events import payload
 from recur_server.notify.outbox import EventType, emit
 from recur_server.policies.alerts import expected_tick, is_late
@@ -21,16 +21,21 @@ from recur_server.policies.alerts import expected_tick, is_late
 log = logging.getLogger(__name__)
 
 
+# Candidates one check reads of each kind, the oldest expected tick first. Past it (a backlog of more than this
+# many schedules past their tick), a schedule with a short grace may wait for those before it.
+BATCH = 10_000
+
+
 def check(now: datetime) -> list[str]:
-    """Mark every late schedule; returns their ids."""
-    rows = db.session.execute(
-        select(Schedule.id, Schedule.next_run_at, Schedule.detached_since, Schedule.alert_after_seconds)
-        .where((Schedule.status == ScheduleStatus.ACTIVE.value) & Schedule.alert_after_seconds.is_not(None)
-               & (Schedule.health == "ok"))
-    ).all()
+    """Mark every late schedule; returns their ids. Reads only the candidates, those whose next_run_at or
+    detached_since is past (ix_scheduled_jobs_due, ix_scheduled_jobs_detached), at most BATCH of each: a
+    check costs
+    what is overdue, not every schedule with an alert."""
+    rows = {row.id: row for column in (Schedule.next_run_at, Schedule.detached_since)
+            for row in db.session.execute(candidates(column, now)).all()}
     db.session.rollback()
     marked = []
-    for schedule_id, next_run_at, detached_since, alert_after in rows:
+    for schedule_id, next_run_at, detached_since, alert_after in rows.values():
         expected = expected_tick(next_run_at, detached_since)
         if not is_late(expected, alert_after, now):
             continue
@@ -55,6 +60,12 @@ def check(now: datetime) -> list[str]:
         if changed.rowcount == 1:
             counted(EventType.SCHEDULE_MISSED.value)
     return marked
+
+
+def candidates(column: Any, now: datetime) -> Any:
+    """The schedules that may be late because `column` (next_run_at, detached_since) is past: one index range."""
+    return (select(Schedule.id, Schedule.next_run_at, Schedule.detached_since, Schedule.alert_after_seconds)
+            .where(text(ALERTED) & (column <= now)).order_by(column).limit(BATCH))
 
 
 def counted(event_type: str) -> None:
