@@ -132,7 +132,7 @@ def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
         for i, old_worker in enumerate(old_workers, 1):
             new_worker = start_worker(env, log(f"new-worker-{i}"), "--concurrency", "2")
             processes.append(new_worker)
-            wait_for(lambda w=new_worker: "Listening on" in w.output() or "runs 2 slots" in w.output(), 60,
+            wait_for(lambda w=new_worker: "Listening on" in w.output() or "to 2 slots" in w.output(), 60,
                      what="the new worker to listen")
             _stop(old_worker)
         left_by_old = {job_id for job_id, func in _pending_links(redis).items() if func == FORMER_LINK}
