@@ -54,7 +54,7 @@ def recur(bench: Bench, count: int) -> dict[str, Any]:
         startup = reconcile_once(env.app)
         after = _used_memory(redis)
         cpu = _redis_cpu_ms(redis)
-        steady = reconcile_once(env.app)
+        steady = reconcile_once(env.app)  # a sweep, as `recover` runs it
         steady_cpu = _redis_cpu_ms(redis) - cpu
         cpu = _redis_cpu_ms(redis)
         periodic = reconcile_once(env.app, every=5.0)  # as the workers' loop runs it between sweeps

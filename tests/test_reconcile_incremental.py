@@ -58,8 +58,12 @@ def test_a_redis_that_lost_its_data_is_swept_whatever_the_pass(real_app, fake_cl
 def test_the_background_sweeps_at_start_then_once_per_sweep_period(real_app, fake_clock):
     make_schedule(fake_clock.now, at=fake_clock.now + timedelta(days=2))
     redis = get_redis(real_app)
-    started = reconcile_once(real_app)  # a worker's start
+    started = reconcile_once(real_app, at_start=True)  # the first worker's start
     assert started is not None and started["sweep"] and started["checked"] == 1
+    restarted = reconcile_once(real_app, at_start=True)  # another's, within the hour: what is due soon
+    assert restarted is not None and (restarted["sweep"], restarted["checked"]) == (False, 0)
+    recovered = reconcile_once(real_app)  # `flask recover`
+    assert recovered is not None and recovered["sweep"] and recovered["checked"] == 1
     periodic = reconcile_once(real_app, every=0.001)
     assert periodic is not None and (periodic["sweep"], periodic["checked"]) == (False, 0)
     assert 3500_000 < redis.pttl(SWEPT_KEY) <= 3600_000  # RECUR_RECONCILE_SWEEP_SECONDS's default

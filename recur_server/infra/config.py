@@ -63,8 +63,7 @@ class Settings:
     RECUR_RECONCILE_SECONDS: float = setting(5.0, "how often the workers reconcile Redis with the database")
     RECUR_RECONCILE_SWEEP_SECONDS: float = setting(
         3600.0, "how often a reconciliation reads every active schedule; the passes between read only those "
-                "due within three periods. A worker's start and a Redis that lost its data "
-                "sweep at once")
+                "due within three periods. A Redis that lost its data is swept at once")
     RECUR_LEASE_SECONDS: float = setting(5.0, "how long a running link's lease lasts between renewals")
     RECUR_TIMEOUT_GRACE_SECONDS: float = setting(5.0, "how long past its timeout a task may run before it is "
                                                  "killed or written off")

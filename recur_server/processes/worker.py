@@ -74,7 +74,7 @@ def main() -> None:
     ensure_schema(app)
     sync_on_start(app)  # RECUR_SYNC_ON_START: the declared schedules, before this worker takes links
     fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])  # what this host's ended processes counted, kept in one file
-    report = reconcile_once(app)
+    report = reconcile_once(app, at_start=True)
     log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
     with app.app_context():
         rows.warm_up()  # work horses inherit the rendered statements

@@ -6,8 +6,8 @@ Idempotent and safe to run anywhere, any time, by several processes at once: a l
 A pass is a full sweep (every active schedule) or, with a horizon, reads only the active schedules due
 before now + horizon or not planned yet (ix_scheduled_jobs_due): the links that must be in Redis before
 they come due, and the runs in flight (a running link's tick is due already). Its cost follows the work
-due, not the number of schedules; the workers sweep in full at start, when Redis lost its data, and once
-per RECUR_RECONCILE_SWEEP_SECONDS (recur_server.workers.background).
+due, not the number of schedules; the workers sweep in full when Redis lost its data and once per
+RECUR_RECONCILE_SWEEP_SECONDS, a worker's start included (recur_server.workers.background).
 """
 
 from __future__ import annotations

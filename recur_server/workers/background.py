@@ -90,21 +90,25 @@ def _exclusive_pass(redis: Redis, lock: str, lock_ms: int, done_key: str, every:
         return result
 
 
-def reconcile_once(app: Flask, every: float | None = None) -> dict[str, object] | None:
+def reconcile_once(app: Flask, every: float | None = None, at_start: bool = False) -> dict[str, object] | None:
     """One reconciliation pass if no other process is running one; returns its report or None.
 
     With `every` (the periodic passes), also None when any process finished a pass less than `every`
     seconds ago: the cluster reconciles once per period, not once per worker (with ten workers and
     100,000 schedules, ten passes of 3 s every 5 s would never stop). Startup passes always run.
+
+    A periodic pass, and a worker's start (`at_start`), sweeps every active schedule only when no sweep has
+    ended in the cluster for RECUR_RECONCILE_SWEEP_SECONDS (the key is gone with Redis's data too), and
+    otherwise reads the schedules due within its horizon: a worker restarted among others does not read a
+    million rows before it takes a link. Any other pass (`recover`) sweeps.
     """
     redis = get_redis(app)
 
     def work(renew: Callable[[], None]) -> dict[str, object]:
-        # A full sweep at start, and when none has ended for RECUR_RECONCILE_SWEEP_SECONDS in the cluster (the
-        # key is gone with Redis's data too); otherwise the schedules due within the horizon.
         sweep_seconds = app.config["RECUR_RECONCILE_SWEEP_SECONDS"]
-        sweep = every is None or not redis.exists(SWEPT_KEY)
-        horizon = None if sweep else timedelta(seconds=horizon_seconds(every or 0.0))
+        sweep = not redis.exists(SWEPT_KEY) if every is not None or at_start else True
+        period = every if every is not None else app.config["RECUR_RECONCILE_SECONDS"]
+        horizon = None if sweep else timedelta(seconds=horizon_seconds(period))
         with app.app_context():
             started = clock.monotonic()
             try:
