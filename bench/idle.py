@@ -1,6 +1,6 @@
 """What a quiet worker costs: one worker.py as the Procfile starts it (four slots at most on this machine),
-with nothing due, elastic (the default: one slot until more are busy) beside the fixed pool of earlier
-versions (`--min-slots` equal to its slots). Its processes, their memory (PSS, which splits shared pages) and
+with nothing due, elastic (`--min-slots 1`: one slot until more are busy) beside the fixed pool (the
+default). Its processes, their memory (PSS, which splits shared pages) and
 the CPU they use in `--seconds` of idling; rounds interleaved.
 
     python -m bench.idle [--db sqlite|postgres] [--seconds 30] [--rounds 3]
@@ -49,7 +49,7 @@ def quiet(bench: Bench, seconds: float, fixed: bool) -> dict[str, Any]:
     try:
         env.workflow()
         most = default_concurrency(env.app.config["RECUR_WORKER_CONCURRENCY"])
-        env.start_workers(1, "default", *(["--min-slots", str(most)] if fixed else []))
+        env.start_workers(1, "default", "--min-slots", str(most if fixed else 1))
         time.sleep(5.0)  # its start (and the first reconcile) behind it
         pids = with_descendants(env.workers[0].pid)
         before = _cpu_seconds(pids)
@@ -69,10 +69,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
     bench = Bench(Path(tempfile.mkdtemp(prefix="recur-bench-")), args.db)
-    seen: dict[str, list[dict[str, Any]]] = {"elastic (default)": [], "fixed (--min-slots = slots)": []}
+    seen: dict[str, list[dict[str, Any]]] = {"elastic (--min-slots 1)": [], "fixed (the default)": []}
     try:
         for round_ in range(1, args.rounds + 1):
-            for label, fixed in (("elastic (default)", False), ("fixed (--min-slots = slots)", True)):
+            for label, fixed in (("elastic (--min-slots 1)", False), ("fixed (the default)", True)):
                 seen[label].append(quiet(bench, args.seconds, fixed))
                 print(f"round {round_}: {label}: {seen[label][-1]}", flush=True)
     finally:

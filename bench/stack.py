@@ -266,7 +266,7 @@ def slots_in(arguments: list[str]) -> int:
     least = (int(arguments[arguments.index("--min-slots") + 1]) if "--min-slots" in arguments
              else settings.RECUR_WORKER_MIN_SLOTS)
     most = default_concurrency(setting)
-    return most if most == 1 else min(max(1, least), most)
+    return most if least <= 0 else min(least, most)
 
 
 def wait_workers(redis: Redis, count: int, processes: list[Process], timeout: float = 60) -> None:

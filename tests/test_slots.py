@@ -63,7 +63,7 @@ def test_a_worker_with_three_slots_runs_three_tasks_at_once_each_once(stack: Sta
 
 def test_a_worker_starts_with_one_slot_grows_for_a_burst_and_shrinks_back_when_idle(stack: Stack) -> None:
     stack.env["RECUR_WORKER_SLOT_IDLE_SECONDS"] = "3"
-    worker = stack.start_worker("--concurrency", "3", "--name", "slots")
+    worker = stack.start_worker("--concurrency", "3", "--min-slots", "1", "--name", "slots")
     stack.wait_workers_ready()
     assert [w.name for w in _slots(stack)] == ["slots-1"]
     ids = _sleepers(stack, 3, 3)

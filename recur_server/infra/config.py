@@ -47,9 +47,10 @@ class Settings:
                                 "separated); a worker listens to RECUR_QUEUE and these unless given --queues")
     RECUR_WORKER_CONCURRENCY: int = setting(0, "tasks one worker.py runs at once, each in a slot of its own "
                                             "(0: four, or one per core on a machine with more)", at_least=0)
-    RECUR_WORKER_MIN_SLOTS: int = setting(1, "slots a worker.py keeps while little is due; it adds more, up to "
-                                          "RECUR_WORKER_CONCURRENCY, while every slot is busy and links wait, and "
-                                          "stops those idle for RECUR_WORKER_SLOT_IDLE_SECONDS", at_least=1)
+    RECUR_WORKER_MIN_SLOTS: int = setting(0, "slots a worker.py keeps while little is due (0: all of them, a "
+                                          "fixed pool); below RECUR_WORKER_CONCURRENCY, it adds more while every "
+                                          "slot is busy and links wait, and stops those idle for "
+                                          "RECUR_WORKER_SLOT_IDLE_SECONDS", at_least=0)
     RECUR_WORKER_SLOT_IDLE_SECONDS: float = setting(60.0, "a slot beyond RECUR_WORKER_MIN_SLOTS that has taken no "
                                                     "task for this long is stopped")
     RECUR_REDIS_TIMEOUT_SECONDS: float = setting(DEFAULT_REDIS_TIMEOUT_SECONDS,

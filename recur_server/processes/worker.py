@@ -54,8 +54,8 @@ def main() -> None:
                         help="tasks run at once, each in a slot of its own (default: RECUR_WORKER_CONCURRENCY; "
                              "0: four, or one per core on a machine with more; 1: no slots, tasks run in this worker)")
     parser.add_argument("--min-slots", type=int, default=None,
-                        help="slots kept while little is due (default: RECUR_WORKER_MIN_SLOTS, 1); more are added, "
-                             "up to --concurrency, while every slot is busy and links wait")
+                        help="slots kept while little is due (default: RECUR_WORKER_MIN_SLOTS; 0: all, a fixed "
+                             "pool); more are added, up to --concurrency, while every slot is busy and links wait")
     parser.add_argument("--queues", default=None,
                         help="comma-separated queues to take links and runs from, first first (default: every queue "
                              "of the cluster, RECUR_QUEUE then RECUR_QUEUES)")
@@ -125,7 +125,8 @@ def main() -> None:
             with app.app_context():
                 redis = connect_redis(app.config["REDIS_URL"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
             least = args.min_slots if args.min_slots is not None else app.config["RECUR_WORKER_MIN_SLOTS"]
-            log.info("worker %s runs %d to %d slots on %s", name, min(max(1, least), concurrency), concurrency,
+            least = concurrency if least <= 0 else min(least, concurrency)
+            log.info("worker %s runs %d to %d slots on %s", name, least, concurrency,
                      ", ".join(listens))
             Slots(name, concurrency, run_slot, redis, listens, least,
                   app.config["RECUR_WORKER_SLOT_IDLE_SECONDS"]).start(burst=args.burst)

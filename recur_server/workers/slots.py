@@ -2,11 +2,11 @@
 the warm worker process and supervised by RQ's own WorkerPool (what `rq worker-pool -n N` runs), each with its
 own work process, so a task that crashes or overruns takes down only its own.
 
-Slots are elastic: a worker starts with `--min-slots` (one by default) and, each time it looks (about once a
-second), adds slots while every slot it has is busy and links wait on its queues, up to N; a slot beyond the
-minimum that has taken no task for `idle_seconds` (RECUR_WORKER_SLOT_IDLE_SECONDS) is stopped (RQ's warm
-shutdown: it is idle, so it exits at once). One worker per core is then not N processes contending for the
-cores when little is due.
+Slots may be elastic: a worker starts with `--min-slots` (by default all of them) and, each time it looks
+(about once a second), adds slots while every slot it has is busy and links wait on its queues, up to N; a
+slot beyond the minimum that has taken no task for `idle_seconds` (RECUR_WORKER_SLOT_IDLE_SECONDS) is stopped
+(RQ's warm shutdown: it is idle, so it exits at once). One worker per core is then not N processes contending
+for the cores when little is due.
 The supervisor keeps its slots: one that exits (killed, or dead of an error RQ does not outlast) is replaced.
 SIGTERM or SIGINT to it is passed on to every slot as RQ's warm shutdown (each finishes its link and hands
 off its successor); a second one, RQ's cold shutdown. A slot dies with its supervisor (Linux's parent-death
