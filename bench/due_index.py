@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import text
 
 from bench.stack import Bench, utc
-from bench.stats import rate
+from bench.stats import interleaved, rate
 from harness.servers import wait_for
 from recur_server.infra.extensions import db
 
@@ -59,16 +59,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)  # the in-process app's migrations and recovery lines
     bench = Bench(Path(tempfile.mkdtemp(prefix="recur-bench-")), args.db)
-    rates: dict[str, list[float]] = {"with the index": [], "without it": []}
     try:
-        for round_ in range(1, args.rounds + 1):
-            for label, with_index in (("with the index", True), ("without it", False)):
-                per_second, hot = drain(bench, args.count, with_index)
-                rates[label].append(round(per_second, 1))
-                print(f"round {round_}: {label}: {rates[label][-1]} links/s; HOT share of the schedules' "
-                      f"updates: {hot}", flush=True)
+        seen = interleaved(args.rounds, {"with the index": lambda: drain(bench, args.count, True),
+                                         "without it": lambda: drain(bench, args.count, False)})
     finally:
         bench.stop()
+    rates = {label: [round(per_second, 1) for per_second, _ in values] for label, values in seen.items()}
     medians = {label: statistics.median(values) for label, values in rates.items()}
     print(f"median links/s on {args.db}, {args.count} links a round: {medians}; "
           f"with/without = {medians['with the index'] / medians['without it']:.3f}")

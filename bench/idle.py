@@ -20,6 +20,7 @@ from typing import Any
 
 from bench.procfs import stat, with_descendants
 from bench.stack import Bench
+from bench.stats import interleaved
 from recur_server.workers.slots import default_concurrency
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -69,12 +70,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
     bench = Bench(Path(tempfile.mkdtemp(prefix="recur-bench-")), args.db)
-    seen: dict[str, list[dict[str, Any]]] = {"elastic (--min-slots 1)": [], "fixed (the default)": []}
     try:
-        for round_ in range(1, args.rounds + 1):
-            for label, fixed in (("elastic (--min-slots 1)", False), ("fixed (the default)", True)):
-                seen[label].append(quiet(bench, args.seconds, fixed))
-                print(f"round {round_}: {label}: {seen[label][-1]}", flush=True)
+        seen = interleaved(args.rounds, {"elastic (--min-slots 1)": lambda: quiet(bench, args.seconds, False),
+                                         "fixed (the default)": lambda: quiet(bench, args.seconds, True)})
     finally:
         bench.stop()
     medians = {label: {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}

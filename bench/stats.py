@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -32,3 +36,14 @@ def lateness_summary(pairs: list[tuple[float, float]]) -> dict[str, float | int]
         "max_ms": round(max(late) * 1000, 1),
         "early": sum(1 for x in late if x < 0),
     }
+
+
+def interleaved(rounds: int, variants: dict[str, Callable[[], T]]) -> dict[str, list[T]]:
+    """Each variant measured once a round, in turn, `rounds` times, so that a drift of the machine falls on
+    every variant alike; prints each measurement as it comes."""
+    seen: dict[str, list[T]] = {label: [] for label in variants}
+    for round_ in range(1, rounds + 1):
+        for label, measure in variants.items():
+            seen[label].append(measure())
+            print(f"round {round_}: {label}: {seen[label][-1]}", flush=True)
+    return seen

@@ -29,8 +29,7 @@ BATCH = 10_000
 def check(now: datetime) -> list[str]:
     """Mark every late schedule; returns their ids. Reads only the candidates, those whose next_run_at or
     detached_since is past (ix_scheduled_jobs_due, ix_scheduled_jobs_detached), at most BATCH of each: a
-    check costs
-    what is overdue, not every schedule with an alert."""
+    check costs what is overdue, not every schedule with an alert."""
     rows = {row.id: row for column in (Schedule.next_run_at, Schedule.detached_since)
             for row in db.session.execute(candidates(column, now)).all()}
     db.session.rollback()

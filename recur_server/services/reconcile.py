@@ -114,8 +114,13 @@ def _read(statement: Any) -> list[Any]:
 
 def _every_active() -> Iterator[list[Any]]:
     """Every active schedule, BATCH rows at a time, by id (ix_scheduled_jobs_status_id)."""
+    return _by_id(_ACTIVE)
+
+
+def _by_id(chosen: Any) -> Iterator[list[Any]]:
+    """The schedules `chosen` picks, BATCH rows at a time, in the order of their ids."""
     last_id = ""
-    while rows := _read(select(*_COLUMNS).where(_ACTIVE & (Schedule.id > last_id)).order_by(Schedule.id)):
+    while rows := _read(select(*_COLUMNS).where(chosen & (Schedule.id > last_id)).order_by(Schedule.id)):
         yield rows
         last_id = rows[-1].id
 
@@ -127,12 +132,9 @@ def _due_before(until: datetime) -> Iterator[list[Any]]:
     moves on during the pass may be read twice or not at all: the first is harmless, and a schedule it moved
     past the position read is due after it and is read by a later pass."""
     running = select(Run.schedule_id).where(Run.status == RunStatus.RUNNING.value)
-    for chosen in (Schedule.next_run_at.is_(None),
-                   (Schedule.next_run_at > until) & Schedule.running_run_id.is_not(None) & Schedule.id.in_(running)):
-        last_id = ""
-        while rows := _read(select(*_COLUMNS).where(_ACTIVE & chosen & (Schedule.id > last_id)).order_by(Schedule.id)):
-            yield rows
-            last_id = rows[-1].id
+    yield from _by_id(_ACTIVE & Schedule.next_run_at.is_(None))
+    yield from _by_id(_ACTIVE & (Schedule.next_run_at > until) & Schedule.running_run_id.is_not(None)
+                      & Schedule.id.in_(running))
     after: tuple[datetime, str] | None = None
     while True:
         due = _ACTIVE & (Schedule.next_run_at <= until)

@@ -75,7 +75,7 @@ class Slots(WorkerPool):
 
     def check_workers(self, respawn: bool = True) -> None:
         super().check_workers(respawn)  # a slot that died is replaced
-        if respawn and self.status != self.Status.STOPPED:
+        if respawn and self.status != self.Status.STOPPED and self.least < self.most:  # a fixed pool never fits
             try:
                 self.fit(time.monotonic())
             except RedisError as exc:  # the slots it has carry on; it looks again in a second
