@@ -15,6 +15,7 @@ from flask import Flask, has_app_context
 from rq import get_current_job
 
 from recur_server import create_app
+from recur_server.chain.redis_links import link_kwargs
 from recur_server.chain.run import complete, execute, prepare
 from recur_server.infra.extensions import db
 from recur_server.services.outside_runs.job import record_death, run_job
@@ -23,11 +24,20 @@ from recur_server.services.outside_runs.queueing import OUTSIDE_FUNC
 _fallback_app: Flask | None = None
 
 
-def run_link(schedule_id: str, revision: int, repeat: int, retry: int, scheduled_for: str) -> str:
+def run_link(schedule_id: str | None = None, revision: int | None = None, repeat: int | None = None,
+             retry: int | None = None, scheduled_for: str | None = None) -> str:
     """A link's job, run whole (prepared, executed, completed) where no worker prepared it: under a bare `rq
     worker` or the simple worker, or when the claim could not be made before the fork. A link that Recur's
     forking or pool worker prepared is run by the executor it attached to the job (recur_server.workers.horse), not
-    here. Returns what happened, for `rq info` and the logs."""
+    here. A link the mover made carries no arguments: they are read from its job's ID and description (a link
+    an older version put carries them). Returns what happened, for `rq info` and the logs."""
+    if schedule_id is None or revision is None or repeat is None or retry is None or scheduled_for is None:
+        job = get_current_job()
+        if job is None:
+            raise TypeError("run_link without arguments runs only as a link's RQ job")
+        kwargs = link_kwargs(job)
+        schedule_id, revision, repeat, retry, scheduled_for = (
+            kwargs["schedule_id"], kwargs["revision"], kwargs["repeat"], kwargs["retry"], kwargs["scheduled_for"])
     with _in_app():
         try:
             return _run_link(schedule_id, revision, repeat, retry, datetime.fromisoformat(scheduled_for))

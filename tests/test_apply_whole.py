@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import func, select
 
 from recur_server.calendars.models import Calendar
-from recur_server.infra.extensions import db, get_redis
+from recur_server.chain.redis_links import scheduled_key
+from recur_server.infra.extensions import db, get_queue, get_redis
 from recur_server.models import Schedule, Workflow
 from recur_server.notify.models import Webhook
 
@@ -22,7 +23,7 @@ def counts() -> dict[str, int]:
 
 
 def links() -> list[bytes]:
-    return sorted(get_redis().keys("rq:job:sched-*"))
+    return sorted(get_redis().zrange(scheduled_key(get_queue()), 0, -1))  # the pending links
 
 
 def changes(last_schedule: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,8 @@ forms going through the API's schema and service."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from harness.console_signin import HTTPS, console_browser, csrf_of, signed_in_browser
@@ -157,6 +159,7 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
     from rq.job import Job
 
     from harness.chain_driver import make_schedule, scheduled_ids
+    from recur_server.chain.mover import Mover
     from recur_server.infra import worker_beats
     from recur_server.infra.extensions import get_queue, get_redis
     from recur_server.workers.background import reconcile_once
@@ -166,6 +169,7 @@ def test_the_health_page_shows_other_owners_activity_to_admins_only(app):
     assert link.startswith(f"sched-{schedule.id}-")
     worker = Worker([get_queue(app)], connection=get_redis(app), name="recur-db-host-secret-7.internal-4242")
     worker.register_birth()
+    Mover(get_redis(app), get_queue(app)).move_due(clock.utcnow() + timedelta(hours=1))
     worker.prepare_execution(Job.fetch(link, connection=get_redis(app)))
     # its worker process beats (recur_server.infra.worker_beats): live, so its slot is shown as RQ has it
     worker_beats.beat(get_redis(app), worker.name, "db-host-secret-7.internal", 4242, ["recur"],

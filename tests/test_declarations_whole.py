@@ -12,9 +12,10 @@ from harness import declared_tasks
 from harness.declaring import declare_both, no_declarations  # noqa: F401  (no_declarations: autouse here)
 from harness.servers import free_port
 from recur_server.auth.models import ScheduleEvent
+from recur_server.chain.redis_links import scheduled_key
 from recur_server.declarations.marks import DeclaredKey
 from recur_server.declarations.sync import sync
-from recur_server.infra.extensions import db, get_redis
+from recur_server.infra.extensions import db, get_queue, get_redis
 from recur_server.models import Schedule, Workflow
 from recur_server.tasks import declarations
 
@@ -40,12 +41,12 @@ def test_a_sync_whose_last_step_is_refused_changes_nothing_and_its_dry_run_says_
     with pytest.raises(declarations.DeclarationError, match="'zz-third'.*schedules"):
         sync(app)
     assert _counts() == before == (0, 0, 0, 0)
-    assert get_redis().keys("rq:job:sched-*") == []
+    assert get_redis().zrange(scheduled_key(get_queue()), 0, -1) == []
     app.config["RECUR_MAX_SCHEDULES_PER_OWNER"] = 3
     outcome = sync(app)
     assert outcome.plan is not None and outcome.plan.count("create") == 3
     assert _counts()[:3] == (3, 3, 3)
-    assert len(get_redis().keys("rq:job:sched-*")) == 3  # handed off after the one commit
+    assert len(get_redis().zrange(scheduled_key(get_queue()), 0, -1)) == 3  # handed off after the one commit
     # No worker beats here: the sync says so of each schedule it made (a warning: workers may come after).
     assert outcome.warnings == [f"{key}: no live worker listens on queue 'recur': this schedule's runs wait "
                                 "until one starts" for key in ("reports-42", "tick-cron", "zz-third")]

@@ -15,6 +15,7 @@ from recur_server.chain.redis_links import (
     LINK_FUNC,
     LinkPlan,
     cancel_link,
+    link_kwargs,
     put_link,
     put_links,
 )
@@ -26,28 +27,47 @@ def _plan(schedule_id: str = "0b7c2a64-3d2e-4f0e-9a55-3f1d2c3b4a59", revision: i
                     datetime(2026, 3, 2, 12, 0, 13, tzinfo=UTC), 30)
 
 
-def test_put_link_writes_the_same_hash_as_rq_schedule_job(real_app):
+def test_a_pending_link_is_small_and_becomes_the_hash_rq_enqueue_writes_when_due(real_app):
     queue, redis = get_queue(real_app), get_redis(real_app)
     registry = ScheduledJobRegistry(queue=queue)
     plan = _plan()
     put_link(queue, plan, 300)
-    ours, our_score = redis.hgetall(Job.key_for(plan.job_id)), redis.zscore(registry.key, plan.job_id)
+    # Pending: its ID in the registry, scored by when it is due, and its schedule's head; no job hash yet.
+    assert not redis.exists(Job.key_for(plan.job_id))
+    assert redis.zscore(registry.key, plan.job_id) == plan.due_at.timestamp()
+    assert redis.hget(HEADS_KEY, plan.schedule_id) == (
+        f"5:1\n2\n{30 + HORSE_GRACE_SECONDS}\n{queue.name}\n{plan.scheduled_for.isoformat()}".encode())
+    assert Mover(redis, queue, result_ttl=300).move_due(plan.due_at) == 1
+    ours = redis.hgetall(Job.key_for(plan.job_id))
     our_sets = redis.smembers("rq:queues")
     redis.flushall()
 
     job = queue.create_job(
         LINK_FUNC, job_id=plan.job_id, timeout=plan.timeout_seconds + HORSE_GRACE_SECONDS, result_ttl=300,
         failure_ttl=86400, description=plan.description,
-        kwargs={"schedule_id": plan.schedule_id, "revision": 2, "repeat": 5, "retry": 1,
-                "scheduled_for": plan.scheduled_for.isoformat()},
     )
-    queue.schedule_job(job, plan.due_at)
-    theirs, their_score = redis.hgetall(job.key), redis.zscore(registry.key, job.id)
+    queue.enqueue_job(job)
+    theirs = redis.hgetall(job.key)
     for fields in (ours, theirs):
-        assert fields.pop(b"created_at")
+        assert fields.pop(b"created_at") and fields.pop(b"enqueued_at")
     assert ours == theirs
-    assert our_score == their_score == plan.due_at.timestamp()
     assert our_sets == redis.smembers("rq:queues")
+
+
+def test_a_link_put_whole_by_an_older_version_is_still_moved(real_app):
+    queue, redis = get_queue(real_app), get_redis(real_app)
+    plan = _plan()
+    job = queue.create_job(LINK_FUNC, job_id=plan.job_id, timeout=90, description=plan.description,
+                           kwargs={"schedule_id": plan.schedule_id, "revision": 2, "repeat": 5, "retry": 1,
+                                   "scheduled_for": plan.scheduled_for.isoformat()})
+    queue.schedule_job(job, plan.due_at)
+    redis.hset(HEADS_KEY, plan.schedule_id, "5:1")  # an older version's head
+    assert pending_revisions(redis, queue, [plan.job_id], plan.due_at.timestamp()) == [2]
+    assert Mover(redis, queue).move_due(plan.due_at) == 1
+    assert queue.get_job_ids() == [plan.job_id]
+    moved = Job.fetch(plan.job_id, connection=redis)
+    assert link_kwargs(moved) == {"schedule_id": plan.schedule_id, "revision": 2, "repeat": 5, "retry": 1,
+                                  "scheduled_for": plan.scheduled_for.isoformat()}
 
 
 def test_put_links_replaces_pending_copies_and_rq_reads_them_back(real_app):
@@ -56,9 +76,14 @@ def test_put_links_replaces_pending_copies_and_rq_reads_them_back(real_app):
     put_links(queue, plans, 300)
     put_links(queue, [_plan(plans[0].schedule_id, revision=3)], 300)  # re-planned: replaces the pending copy
     assert ScheduledJobRegistry(queue=queue).count == len(plans)
+    revisions = pending_revisions(redis, queue, [plans[0].job_id, plans[1].job_id], plans[0].due_at.timestamp())
+    assert revisions == [3, 2]
+    assert Mover(redis, queue).move_due(plans[0].due_at) == len(plans)
     fetched = Job.fetch(plans[7].job_id, connection=redis)
-    assert (fetched.func_name, fetched.kwargs["schedule_id"], fetched.get_status()) == (
-        LINK_FUNC, plans[7].schedule_id, "scheduled")
+    assert (fetched.func_name, fetched.kwargs, fetched.get_status()) == (LINK_FUNC, {}, "queued")
+    assert link_kwargs(fetched) == {"schedule_id": plans[7].schedule_id, "revision": 2, "repeat": 5, "retry": 1,
+                                    "scheduled_for": plans[7].scheduled_for.isoformat()}
+    assert link_kwargs(Job.fetch(plans[0].job_id, connection=redis))["revision"] == 3
     revisions = pending_revisions(redis, queue, [plans[0].job_id, plans[1].job_id], plans[0].due_at.timestamp())
     assert revisions == [3, 2]
 

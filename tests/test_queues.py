@@ -21,7 +21,7 @@ from harness.stack import Stack
 from harness.tokens import authorized_client, token_for_app
 from recur_server.chain.ids import link_id
 from recur_server.chain.link_lookup import pending_revisions
-from recur_server.chain.redis_links import LinkPlan, put_link, queue_named
+from recur_server.chain.redis_links import HEADS_KEY, LinkPlan, put_link, queue_named
 from recur_server.infra.extensions import db, get_queue, get_redis
 from recur_server.models import Schedule
 from recur_server.services.reconcile import reconcile
@@ -48,7 +48,7 @@ def test_a_link_put_through_another_queue_leaves_no_copy_in_the_one_it_was_in(re
     put_link(queue, moved, 300)  # the same link, through the workflow's new queue
     assert _registry(real_app, "recur") == [] and _registry(real_app, "slow") == [plan.job_id]
     redis = get_redis(real_app)
-    assert redis.hget(f"rq:job:{plan.job_id}", "origin") == b"slow"
+    assert redis.hget(HEADS_KEY, plan.schedule_id).split(b"\n")[3] == b"slow"  # the head names its queue
     now = DUE.timestamp()
     assert pending_revisions(redis, queue, [plan.job_id], now, queues=["slow"]) == [2]
     # Where its row expects the default queue, a copy waiting in "slow" is not the pending link.

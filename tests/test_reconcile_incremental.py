@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from rq.job import Job
-
 from harness.chain_driver import make_schedule, next_due, scheduled_ids
 from recur_server.chain.ids import link_id
 from recur_server.chain.leases import lease_key
+from recur_server.chain.redis_links import scheduled_key
 from recur_server.chain.run import Prepared, prepare
-from recur_server.infra.extensions import db, get_redis
+from recur_server.infra.extensions import db, get_queue, get_redis
 from recur_server.services import schedules
 from recur_server.services.reconcile import reconcile
 from recur_server.workers.background import RECONCILED_KEY, SWEPT_KEY, reconcile_once
@@ -23,8 +22,7 @@ LONG_LEASE = 600
 
 def lose(app, *ids: str) -> None:  # type: ignore[no-untyped-def]
     """The links gone from Redis, and nothing else: as a hand-off lost after its commit leaves it."""
-    for job_id in ids:
-        Job.fetch(job_id, connection=get_redis(app)).delete()
+    get_redis(app).zrem(scheduled_key(get_queue(app)), *ids)
 
 
 def test_a_periodic_pass_reads_and_repairs_what_is_due_soon_and_a_sweep_the_rest(real_app, fake_clock):

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 from flask import current_app
-from rq.job import Job
 from sqlalchemy import select
 
 from harness.chain_driver import fresh, make_schedule, next_due, run_due, runs_of, scheduled_ids
 from harness.servers import Process, RedisServer, print_logs_if_failed, start_worker, wait_for
 from recur_server.chain.ids import link_id
 from recur_server.chain.mover import Mover
+from recur_server.chain.redis_links import HEADS_KEY
 from recur_server.infra import clock
 from recur_server.infra.extensions import db, get_queue, get_redis
 from recur_server.models import Run, RunStatus
@@ -37,11 +37,13 @@ def test_a_task_that_catches_its_timeout_and_returns_is_timed_out(chain_app, fak
 
 def test_rqs_job_timeout_still_holds_after_recurs_own(chain_app, fake_clock, tmp_path):
     """Recur's timer must not disarm RQ's: a task that ignores Recur's timeout is interrupted again by RQ's
-    job timeout (here 2 s: the link's job hash says so, as RQ reads it)."""
+    job timeout (here 2 s: the link's head says so, and so the job hash the mover makes, as RQ reads it)."""
     interruptions = tmp_path / "interruptions"
     schedule = make_schedule(fake_clock.now, task="tests.ignore_timeout", interval_seconds=5, timeout_seconds=1,
                              max_retries=1, trigger_payload={"swallow": 1, "sleep": 8, "path": str(interruptions)})
-    get_redis(chain_app).hset(Job.key_for(link_id(schedule.id, 0, 0)), "timeout", 2)
+    redis = get_redis(chain_app)
+    head = redis.hget(HEADS_KEY, schedule.id).decode().split("\n")  # repeat:retry, revision, timeout, ...
+    redis.hset(HEADS_KEY, schedule.id, "\n".join([*head[:2], "2", *head[3:]]))
     fake_clock.set(next_due(chain_app))
     run_due(chain_app, fake_clock.now)
     [run] = runs_of(schedule.id)

@@ -14,7 +14,14 @@ from rq import Queue
 from rq.job import Job
 from rq.utils import utcformat, utcparse
 
-from recur_server.chain.redis_links import QUEUE_PREFIX, SCHEDULED_PREFIX, revision_of, scheduled_key
+from recur_server.chain.redis_links import (
+    HEADS_KEY,
+    QUEUE_PREFIX,
+    SCHEDULED_PREFIX,
+    head_lua,
+    revision_of,
+    scheduled_key,
+)
 from recur_server.infra.clock import HOST_SKEW_ALLOWANCE_SECONDS
 
 # A link popped off the queue (or started) but not claimed within this long lost its worker on the way.
@@ -75,7 +82,8 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
     entries: list[bytes] = []
     for offset in range(0, len(job_ids), CHECK_BATCH):
         chunk = job_ids[offset:offset + CHECK_BATCH]
-        entries += redis.eval(_PENDING_STATES, 1, scheduled_key(queue), Job.redis_job_namespace_prefix, *chunk)
+        entries += redis.eval(_PENDING_STATES, 2, scheduled_key(queue), HEADS_KEY, Job.redis_job_namespace_prefix,
+                              *chunk)
     # Q: enqueued_at, stamped by Recur's mover on the cluster clock. T: started_at, stamped by RQ with the
     # clock of the host that took the link, which may be off: allowed for.
     cutoffs = {
@@ -103,8 +111,9 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
 CHECK_BATCH = 1000
 # Per link ID, what recovery needs to know in one string: "" (nothing pending), or a kind (S scheduled and
 # in the registry, Q queued, T taken/started), the time it was queued or taken, the queue it was put
-# through (its origin), and its description.
-_PENDING_STATES = r"""
+# through (its origin), and its description. A small pending link (no hash yet) is scheduled if its
+# schedule's head names it and it is in the registry of the head's queue.
+_PENDING_STATES = head_lua() + r"""
 local prefix = ARGV[1]
 local out = {}
 for i = 2, #ARGV do
@@ -120,6 +129,13 @@ for i = 2, #ARGV do
     entry = 'Q\n' .. (f[3] or '') .. '\n' .. origin .. '\n' .. description
   elseif status == 'started' then
     entry = 'T\n' .. (f[4] or '') .. '\n' .. origin .. '\n' .. description
+  else
+    local schedule = string.match(id, '^sched%-(.+)%-n%d+%-rc%d+$')
+    local head = schedule and head_of(KEYS[2], schedule)
+    if head and head[3] == id and head[6]
+        and redis.call('ZSCORE', '""" + SCHEDULED_PREFIX + r"""' .. head[6], id) then
+      entry = 'S\n\n' .. head[6] .. '\n' .. link_description(schedule, head)
+    end
   end
   out[#out + 1] = entry
 end

@@ -1,6 +1,9 @@
 """The Redis side of links: put a schedule's pending link into RQ, take it out, and look for it.
 
-Links are ordinary RQ jobs in RQ's ScheduledJobRegistry and queue, visible to `rq info`. Only
+A pending link is small: its ID in RQ's ScheduledJobRegistry (scored by when it is due) and its schedule's
+head, one field of one hash that names the tick, its revision, its timeout, its queue and its nominal time.
+The mover makes it an ordinary RQ job (the very hash RQ's own enqueue writes) when it comes due, so queued,
+started and finished links are RQ jobs like any other, visible to `rq info` and RQ's dashboard. Only
 recur_server.chain.handoff puts and cancels: it knows which link a committed row expects. Recovery looks links up
 (pending_revisions). Functions that write accept an optional pipeline and only execute a pipeline they
 created. (recur_server.chain.mover moves due links onto the queue.)
@@ -18,7 +21,7 @@ from redis.client import Pipeline
 from rq import Queue
 from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
-from rq.utils import now, utcformat
+from rq.utils import now
 
 from recur_server.chain.ids import link_id, parse_link_id
 
@@ -87,9 +90,9 @@ def put_links(queue: Queue, plans: list[LinkPlan], result_ttl: int) -> list[str]
     finishing write to a taken link's hash cannot overwrite its successor).
 
     One Lua script writes each batch: every link's replacement is atomic (a reader never sees the old and
-    the new copy at once), and each link is the very hash RQ's own `Queue.schedule_job` writes (same
-    fields, same encoding) in RQ's ScheduledJobRegistry: an ordinary RQ job, at a fraction of the cost of
-    building an RQ Job object per link (recovery puts 100,000 of them at startup).
+    the new copy at once). A pending link is its ID in RQ's ScheduledJobRegistry and its schedule's head
+    (HEADS_KEY), two writes: the mover writes the job's hash when it comes due (recovery puts a million of
+    them after Redis lost its data). `result_ttl` is the mover's to write.
     """
     put: list[str] = []
     for name, group in _by_queue(plans).items():
@@ -116,15 +119,12 @@ def queue_named(default: Queue, name: str | None) -> Queue:
 
 
 def _put(client: Redis | Pipeline, queue: Queue, plans: list[LinkPlan], result_ttl: int) -> Any:
-    template = _template(queue, result_ttl)
-    created_at = utcformat(now())
+    del result_ttl  # the mover's: the job's hash is written when the link comes due
     keys = [scheduled_key(queue), queue.key, Queue.redis_queues_keys, HEADS_KEY]
-    args: list[Any] = [Job.redis_job_namespace_prefix, len(template) // 2, *template]
+    args: list[Any] = [Job.redis_job_namespace_prefix, queue.name]
     for plan in plans:
-        args += [
-            plan.job_id, plan.schedule_id, plan.repeat, plan.retry, _score(plan.due_at), _job_data(queue, plan),
-            plan.description, plan.timeout_seconds + HORSE_GRACE_SECONDS, created_at,
-        ]
+        args += [plan.job_id, plan.schedule_id, plan.repeat, plan.retry, _score(plan.due_at), plan.revision,
+                 plan.timeout_seconds + HORSE_GRACE_SECONDS, plan.scheduled_for.isoformat()]
     return client.eval(_PUT_LINKS, len(keys), *keys, *args)
 
 
@@ -140,26 +140,60 @@ def _score(due_at: datetime) -> str:
 
 
 PUT_BATCH = 500
-# Field: schedule ID; value: "repeat:retry" of the last link put for it. One hash field per schedule
-# costs far less memory than a key per schedule (a lost head, with a Redis flush, only lets recovery put
-# again what the database expects).
+# Field: schedule ID; value: the last link put for it, its head, as "repeat:retry" and, on lines after it,
+# the revision, the job's timeout, the queue and the nominal time (ISO 8601) it was put with. One hash field
+# per schedule costs far less memory than a key per schedule (a lost head, with a Redis flush, only lets
+# recovery put again what the database expects). A head of "repeat:retry" alone was put by an older
+# version, with the job's whole hash.
 HEADS_KEY = "recur:heads"
 # RQ's key names for a queue's list and its ScheduledJobRegistry, before the queue's name.
 QUEUE_PREFIX = Queue.redis_queue_namespace_prefix
 SCHEDULED_PREFIX = "rq:scheduled:"
+# A schedule's head, parsed (nil without one): repeat, retry, its link's ID (in the format of
+# recur_server.chain.ids.link_id), and for a small pending link the revision, timeout, queue and nominal time.
+# And the description of a link (LinkPlan.description) from a parsed head.
+_HEAD_LUA = r"""
+local function head_of(heads, schedule)
+  local head = redis.call('HGET', heads, schedule)
+  if not head then
+    return nil
+  end
+  local rep, try, rest = string.match(head, '^(%d+):(%d+)(.*)$')
+  if not rep then
+    return nil
+  end
+  local parsed = {tonumber(rep), tonumber(try), 'sched-' .. schedule .. '-n' .. rep .. '-rc' .. try}
+  local rev, timeout, queue, nominal = string.match(rest, '^\n(%d+)\n(%d+)\n([^\n]*)\n(.*)$')
+  if rev then
+    parsed[4], parsed[5], parsed[6], parsed[7] = rev, timeout, queue, nominal
+  end
+  return parsed
+end
+local function link_description(schedule, head)
+  return 'recur link ' .. schedule .. ' n' .. head[1] .. ' rc' .. head[2] .. ' r' .. head[4] .. ' for ' .. head[7]
+end
+"""
 # Both putting and cancelling take a link's pending copy out the same way: off the registry and, if
-# queued, off the queue (the queue its hash names as its origin: a workflow moved to another queue leaves
-# no copy behind in the old one), and its hash deleted only if pending (a taken one keeps its hash so that RQ can
-# finish it cleanly). The queue is a list, and LREM reads all of it: it is searched only for a link whose
-# hash says queued. A successor's ID is new (no hash), and the link it follows was taken (started, or
-# finished by RQ), so a hand-off during a backlog of N queued links costs O(1), not O(N): with every
-# schedule due at once (a midnight cron on 100,000 schedules), each hand-off would otherwise scan the
-# whole backlog. The head's link ID is rebuilt here in the format of recur_server.chain.ids.link_id.
-_REMOVE_PENDING_LUA = """
-local function remove_pending(registry, queue, key, id)
+# queued, off the queue (the queue its hash names as its origin, or for a small pending link its head: a
+# workflow moved to another queue leaves no copy behind in the old one), and its hash deleted only if
+# pending (a taken one keeps its hash so that RQ can finish it cleanly). The queue is a list, and LREM
+# reads all of it: it is searched only for a link whose hash says queued. A successor's ID is new (no
+# hash), and the link it follows was taken (started, or finished by RQ), so a hand-off during a backlog of
+# N queued links costs O(1), not O(N): with every schedule due at once (a midnight cron on 100,000
+# schedules), each hand-off would otherwise scan the whole backlog.
+def head_lua() -> str:
+    """The Lua functions head_of and description, for the scripts that read heads (the mover's, recovery's)."""
+    return _HEAD_LUA
+
+
+_REMOVE_PENDING_LUA = _HEAD_LUA + """
+local function remove_pending(registry, queue, key, id, head)
   redis.call('ZREM', registry, id)
   local f = redis.call('HMGET', key, 'status', 'origin')
   local status, origin = f[1], f[2]
+  if not status and head and head[3] == id and head[6] then
+    origin = head[6]  -- a small pending link: its head names its queue
+  end
   if origin and '""" + QUEUE_PREFIX + """' .. origin ~= queue then
     -- a copy put through another queue (its workflow moved since): taken out of that queue's keys
     queue = '""" + QUEUE_PREFIX + """' .. origin
@@ -172,41 +206,25 @@ local function remove_pending(registry, queue, key, id)
     redis.call('DEL', key)
   end
 end
-local function head_of(heads, schedule)
-  local head = redis.call('HGET', heads, schedule)
-  if not head then
-    return nil
-  end
-  local rep, try = string.match(head, '^(%d+):(%d+)$')
-  if not rep then
-    return nil
-  end
-  return {tonumber(rep), tonumber(try), 'sched-' .. schedule .. '-n' .. rep .. '-rc' .. try}
-end
 """
-# Per link: id, schedule, repeat, retry, score, data, description, timeout, created_at; before them the
-# fields all links share. Returns 1 per link put, 0 per link refused.
+# Per link: id, schedule, repeat, retry, score, revision, timeout, nominal time; before them the job keys'
+# prefix and the queue's name. Returns 1 per link put, 0 per link refused.
 _PUT_LINKS = _REMOVE_PENDING_LUA + """
-local unpack = unpack or table.unpack
-local prefix, shared = ARGV[1], tonumber(ARGV[2])
-local common = {}
-for i = 1, 2 * shared do common[i] = ARGV[2 + i] end
+local prefix, queue_name = ARGV[1], ARGV[2]
 local out = {}
-for i = 3 + 2 * shared, #ARGV, 9 do
+for i = 3, #ARGV, 8 do
   local id, schedule, rep, try = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
   local head = head_of(KEYS[4], schedule)
   if head and (rep < head[1] or (rep == head[1] and try < head[2])) then
     out[#out + 1] = 0
   else
     if head and head[3] ~= id then
-      remove_pending(KEYS[1], KEYS[2], prefix .. head[3], head[3])
+      remove_pending(KEYS[1], KEYS[2], prefix .. head[3], head[3], head)
     end
-    local key = prefix .. id
-    remove_pending(KEYS[1], KEYS[2], key, id)
-    redis.call('HSET', key, 'created_at', ARGV[i + 8], 'data', ARGV[i + 5], 'description', ARGV[i + 6],
-               'timeout', ARGV[i + 7], unpack(common))
+    remove_pending(KEYS[1], KEYS[2], prefix .. id, id, head)
     redis.call('ZADD', KEYS[1], ARGV[i + 4], id)
-    redis.call('HSET', KEYS[4], schedule, ARGV[i + 2] .. ':' .. ARGV[i + 3])
+    redis.call('HSET', KEYS[4], schedule, ARGV[i + 2] .. ':' .. ARGV[i + 3] .. '\\n' .. ARGV[i + 5] .. '\\n' ..
+               ARGV[i + 6] .. '\\n' .. queue_name .. '\\n' .. ARGV[i + 7])
     out[#out + 1] = 1
   end
 end
@@ -214,42 +232,50 @@ redis.call('SADD', KEYS[3], KEYS[2])
 return out
 """
 # Fields that differ from link to link; every other field of the hash is the same for all links.
-_PER_LINK = ("created_at", "data", "description", "timeout")
+_PER_LINK = ("created_at", "data", "description", "timeout", "enqueued_at", "status")
 _templates: dict[tuple[str, int, object], list[Any]] = {}
 
 
-def _link_kwargs(plan: LinkPlan) -> dict[str, object]:
-    return {
-        "schedule_id": plan.schedule_id,
-        "revision": plan.revision,
-        "repeat": plan.repeat,
-        "retry": plan.retry,
-        "scheduled_for": plan.scheduled_for.isoformat(),
-    }
+def link_kwargs(job: Job) -> dict[str, Any]:
+    """The arguments of a link's job: its kwargs (a link put by an older version), or read from its ID
+    and description (LinkPlan.description), which is all a link made by the mover carries."""
+    if job.kwargs:
+        return dict(job.kwargs)
+    parsed = parse_link_id(job.id)
+    words = (job.description or "").split()
+    if parsed is None or len(words) != 8 or words[:2] != ["recur", "link"] or words[6] != "for":
+        raise ValueError(f"job {job.id} is not a link (description {job.description!r})")
+    revision = revision_of(job.description)
+    if revision is None:
+        raise ValueError(f"job {job.id} names no revision (description {job.description!r})")
+    schedule_id, repeat, retry = parsed
+    return {"schedule_id": schedule_id, "revision": revision, "repeat": repeat, "retry": retry,
+            "scheduled_for": words[7]}
 
 
-def _job_data(queue: Queue, plan: LinkPlan) -> bytes:
-    """The job's `data` field exactly as RQ stores it: (func, instance, args, kwargs), serialized, compressed."""
-    return zlib.compress(queue.serializer.dumps((LINK_FUNC, None, (), _link_kwargs(plan))))
+def job_data(queue: Queue) -> bytes:
+    """Every link's `data` field exactly as RQ stores it, (func, instance, args, kwargs) serialized and
+    compressed: the same for all, as a link's job reads its arguments from its ID and description."""
+    return zlib.compress(queue.serializer.dumps((LINK_FUNC, None, (), {})))
 
 
-def _template(queue: Queue, result_ttl: int) -> list[Any]:
-    """The fields every link's hash shares, taken from a job RQ itself builds and marks scheduled."""
+def template(queue: Queue, result_ttl: int) -> list[Any]:
+    """The fields every link's hash shares, taken from a job RQ itself builds and enqueues."""
     cache_key = (queue.name, result_ttl, queue.serializer)
-    template = _templates.get(cache_key)
-    if template is None:
+    fields = _templates.get(cache_key)
+    if fields is None:
         sample = LinkPlan("template", 0, 0, 0, now(), now(), 1)
         job = queue.create_job(
-            LINK_FUNC, kwargs=_link_kwargs(sample), job_id=sample.job_id, timeout=1, result_ttl=result_ttl,
+            LINK_FUNC, job_id=sample.job_id, timeout=1, result_ttl=result_ttl,
             failure_ttl=max(result_ttl, 86400), description=sample.description,
         )
-        job.set_status(JobStatus.SCHEDULED, pipeline=queue.connection.pipeline())  # never executed
+        job.set_status(JobStatus.QUEUED, pipeline=queue.connection.pipeline())  # never executed
         job.origin = queue.name
-        fields = {k: v for k, v in job.to_dict().items() if k not in _PER_LINK}
-        # Encoded once, as the client would encode them at every put (bytes pass through its encoder).
+        shared = {k: v for k, v in job.to_dict().items() if k not in _PER_LINK}
+        # Encoded once, as the client would encode them at every write (bytes pass through its encoder).
         encoder: Any = queue.connection.get_encoder()
-        template = _templates[cache_key] = [encoder.encode(item) for pair in fields.items() for item in pair]
-    return template
+        fields = _templates[cache_key] = [encoder.encode(item) for pair in shared.items() for item in pair]
+    return fields
 
 
 def cancel_link(queue: Queue, job_id: str, pipeline: Pipeline | None = None) -> None:
@@ -265,15 +291,16 @@ def cancel_link(queue: Queue, job_id: str, pipeline: Pipeline | None = None) -> 
 
 _CANCEL_LINK = _REMOVE_PENDING_LUA + """
 local prefix, id, schedule, rep, try = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-remove_pending(KEYS[1], KEYS[2], prefix .. id, id)
+local head = nil
 if schedule ~= '' then
-  local head = head_of(KEYS[3], schedule)
-  if head and (head[1] < rep or (head[1] == rep and head[2] <= try)) then
-    if head[3] ~= id then
-      remove_pending(KEYS[1], KEYS[2], prefix .. head[3], head[3])
-    end
-    redis.call('HDEL', KEYS[3], schedule)
+  head = head_of(KEYS[3], schedule)
+end
+remove_pending(KEYS[1], KEYS[2], prefix .. id, id, head)
+if head and (head[1] < rep or (head[1] == rep and head[2] <= try)) then
+  if head[3] ~= id then
+    remove_pending(KEYS[1], KEYS[2], prefix .. head[3], head[3], head)
   end
+  redis.call('HDEL', KEYS[3], schedule)
 end
 return 0
 """

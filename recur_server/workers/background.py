@@ -200,7 +200,8 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
     `identity` (worker.py's), beat for the worker about once a second (recur_server.infra.worker_beats)."""
     redis = get_redis(app)
     # Every queue's due links, whichever queues this worker's slots listen to: any worker moves them all.
-    movers = [Mover(redis, queue_named(get_queue(app), name)) for name in queue_names(app)]
+    movers = [Mover(redis, queue_named(get_queue(app), name), result_ttl=app.config["RECUR_LINK_RESULT_TTL"])
+              for name in queue_names(app)]
     max_sleep = app.config["RECUR_MOVER_MAX_SLEEP"]
     every = app.config["RECUR_RECONCILE_SECONDS"]
     lease_seconds, redis_timeout = app.config["RECUR_LEASE_SECONDS"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"]

@@ -26,7 +26,7 @@ from recur_server.chain.attempt import Attempted
 from recur_server.chain.finish import write_off
 from recur_server.chain.handoff import hand_off
 from recur_server.chain.ids import parse_link_id
-from recur_server.chain.redis_links import LINK_FUNC
+from recur_server.chain.redis_links import LINK_FUNC, link_kwargs
 from recur_server.chain.run import Prepared, complete, prepare
 from recur_server.infra import clock
 from recur_server.infra.extensions import db
@@ -245,7 +245,7 @@ class RecurWorker(QuietBetweenJobs, Worker):
         """Claim the link here; None (the horse then runs the whole link itself) when the claim could not
         be made here."""
         try:
-            kwargs = job.kwargs
+            kwargs = link_kwargs(job)
             prepared = prepare(kwargs["schedule_id"], kwargs["revision"], kwargs["repeat"], kwargs["retry"],
                                     datetime.fromisoformat(kwargs["scheduled_for"]), self.name, along)
         except Exception:
