@@ -19,7 +19,6 @@ from recur_server.chain.redis_links import (
     QUEUE_PREFIX,
     SCHEDULED_PREFIX,
     head_lua,
-    revision_of,
     scheduled_key,
 )
 from recur_server.infra.clock import HOST_SKEW_ALLOWANCE_SECONDS
@@ -94,7 +93,7 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
     expected = queues if queues is not None else [None] * len(job_ids)
     out: list[int | None] = []
     for job_id, entry, where in zip(job_ids, entries, expected, strict=True):
-        kind, stamp, origin_bytes, description = entry.split(b"\n", 3) if entry else (b"", b"", b"", b"")
+        kind, stamp, origin_bytes, revision = entry.split(b"\n", 3) if entry else (b"", b"", b"", b"")
         origin = origin_bytes.decode() or queue.name
         pending = kind == b"S" or (kind in cutoffs and _recent(stamp, cutoffs[kind]))
         if kind in (b"S", b"Q") and origin != (where or queue.name):
@@ -104,37 +103,38 @@ def pending_revisions(redis: Redis, queue: Queue, job_ids: list[str], now: float
             if queued is None:
                 queued = QueuedIds(redis, queue)
             pending = queued.on(origin, job_id)
-        out.append(revision_of(description.decode() if description else None) if pending else None)
+        out.append(int(revision) if pending and revision else None)
     return out
 
 
 CHECK_BATCH = 1000
 # Per link ID, what recovery needs to know in one string: "" (nothing pending), or a kind (S scheduled and
 # in the registry, Q queued, T taken/started), the time it was queued or taken, the queue it was put
-# through (its origin), and its description. A small pending link (no hash yet) is scheduled if its
-# schedule's head names it and it is in the registry of the head's queue.
+# through (its origin), and its revision (from its job's description). A small pending link (no hash yet)
+# is scheduled if its schedule's head names it and it is in the registry of the head's queue: two reads.
 _PENDING_STATES = head_lua() + r"""
 local prefix = ARGV[1]
 local out = {}
 for i = 2, #ARGV do
   local id = ARGV[i]
-  local f = redis.call('HMGET', prefix .. id, 'status', 'description', 'enqueued_at', 'started_at', 'origin')
-  local status, description, origin = f[1], f[2] or '', f[5] or ''
   local entry = ''
-  if status == 'scheduled' then
-    local registry = KEYS[1]
-    if origin ~= '' then registry = '""" + SCHEDULED_PREFIX + r"""' .. origin end
-    if redis.call('ZSCORE', registry, id) then entry = 'S\n\n' .. origin .. '\n' .. description end
-  elseif status == 'queued' then
-    entry = 'Q\n' .. (f[3] or '') .. '\n' .. origin .. '\n' .. description
-  elseif status == 'started' then
-    entry = 'T\n' .. (f[4] or '') .. '\n' .. origin .. '\n' .. description
+  local schedule = string.match(id, '^sched%-(.+)%-n%d+%-rc%d+$')
+  local head = schedule and head_of(KEYS[2], schedule)
+  if head and head[3] == id and head[6]
+      and redis.call('ZSCORE', '""" + SCHEDULED_PREFIX + r"""' .. head[6], id) then
+    entry = 'S\n\n' .. head[6] .. '\n' .. head[4]
   else
-    local schedule = string.match(id, '^sched%-(.+)%-n%d+%-rc%d+$')
-    local head = schedule and head_of(KEYS[2], schedule)
-    if head and head[3] == id and head[6]
-        and redis.call('ZSCORE', '""" + SCHEDULED_PREFIX + r"""' .. head[6], id) then
-      entry = 'S\n\n' .. head[6] .. '\n' .. link_description(schedule, head)
+    local f = redis.call('HMGET', prefix .. id, 'status', 'description', 'enqueued_at', 'started_at', 'origin')
+    local status, origin = f[1], f[5] or ''
+    local revision = string.match(f[2] or '', '^recur link .* r(%d+) for ') or ''
+    if status == 'scheduled' then
+      local registry = KEYS[1]
+      if origin ~= '' then registry = '""" + SCHEDULED_PREFIX + r"""' .. origin end
+      if redis.call('ZSCORE', registry, id) then entry = 'S\n\n' .. origin .. '\n' .. revision end
+    elseif status == 'queued' then
+      entry = 'Q\n' .. (f[3] or '') .. '\n' .. origin .. '\n' .. revision
+    elseif status == 'started' then
+      entry = 'T\n' .. (f[4] or '') .. '\n' .. origin .. '\n' .. revision
     end
   end
   out[#out + 1] = entry
