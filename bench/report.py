@@ -134,16 +134,20 @@ def _build_rows(results: dict[str, Any], cores: int) -> list[Row]:
             n = entry["count"]
             recur, rq = entry["recur"], entry["rq"]
             label = f"{n:,}"
-            startup = _get(recur, "startup_recovery_seconds")
-            limit = 20.0 if n >= 100_000 else None
+            startup, sweep = _get(recur, "startup_recovery_seconds"), _get(recur, "pass_seconds")
+            periodic = _get(recur, "periodic_pass_seconds")
+            # Issue 51's targets at a million schedules; the 100,000 row keeps issue 34's startup target.
+            million = n >= 1_000_000
+            limit = 120.0 if million else 20.0 if n >= 100_000 else None
             rows += row("4 scale", f"{label}: startup recovery", "s", startup,
                         [(f"RQ: schedule {label} jobs (pipelined)", _get(rq, "schedule_seconds"))],
-                        "<= 20 s" if limit else "", None if limit is None or startup is None else startup <= limit)
-            rows += row("4 scale", f"{label}: one reconciler pass", "s", _get(recur, "pass_seconds"),
-                        [("floor: read rows + ZSCORE each", _get(recur, "pass_floor_seconds"))])
-            rows += row("4 scale", f"{label}: a periodic pass", "s",
-                        _get(recur, "periodic_pass_seconds"),
-                        [("a full sweep", _get(recur, "pass_seconds"))])
+                        f"<= {limit:g} s" if limit else "",
+                        None if limit is None or startup is None else startup <= limit)
+            rows += row("4 scale", f"{label}: one reconciler pass", "s", sweep,
+                        [("floor: read rows + ZSCORE each", _get(recur, "pass_floor_seconds"))],
+                        "<= 30 s" if million else "", None if not million or sweep is None else sweep <= 30)
+            rows += row("4 scale", f"{label}: a periodic pass", "s", periodic, [("a full sweep", sweep)],
+                        "<= 1 s" if million else "", None if not million or periodic is None else periodic <= 1)
             rows += row("4 scale", f"{label}: rows a periodic pass read", "rows", _get(recur, "periodic_pass_rows"),
                         [("a full sweep", n)])
             rows += row("4 scale", f"{label}: one pass beside {label} queued links", "s",
@@ -154,7 +158,7 @@ def _build_rows(results: dict[str, Any], cores: int) -> list[Row]:
             per = _get(recur, "redis_bytes_per_schedule")
             rows += row("4 scale", f"{label}: Redis per active schedule", "B", per,
                         [("RQ: Redis per scheduled job", _get(rq, "redis_bytes_per_job"))],
-                        "<= 2048 B", None if per is None else per <= 2048)
+                        "<= 600 B", None if per is None else per <= 600)
             mb = _get(recur, "database_bytes")
             rows += row("4 scale", f"{label}: database size", "MB",
                         None if mb is None else round(mb / 1e6, 1),
