@@ -35,7 +35,7 @@ def measure(bench: Bench, backlog: int) -> tuple[float, float]:
     redis.config_resetstat()
     started = time.perf_counter()
     for plan in plans:
-        put_link(queue, plan, 300)
+        put_link(queue, plan)
     client = (time.perf_counter() - started) / PUTS * 1e6
     server = float(redis.info("commandstats")["cmdstat_eval"]["usec_per_call"])
     return client, server

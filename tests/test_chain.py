@@ -107,7 +107,7 @@ def test_stale_link_with_old_id_changes_nothing(chain_app, fake_clock):
     # A stray copy of the link that already ran (n0-rc0), queued by RQ's own enqueue (a put refuses it:
     # the schedule's last put is n1).
     stale = LinkPlan(schedule.id, before.revision, 0, 0, fake_clock.now, fake_clock.now, 60)
-    assert put_links(get_queue(chain_app), [stale], 60) == []
+    assert put_links(get_queue(chain_app), [stale]) == []
     kwargs = {"schedule_id": schedule.id, "revision": before.revision, "repeat": 0, "retry": 0,
               "scheduled_for": fake_clock.now.isoformat()}
     stray = get_queue(chain_app).enqueue_call(LINK_FUNC, kwargs=kwargs, job_id=stale.job_id)

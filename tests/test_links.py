@@ -31,7 +31,7 @@ def test_a_pending_link_is_small_and_becomes_the_hash_rq_enqueue_writes_when_due
     queue, redis = get_queue(real_app), get_redis(real_app)
     registry = ScheduledJobRegistry(queue=queue)
     plan = _plan()
-    put_link(queue, plan, 300)
+    put_link(queue, plan)
     # Pending: its ID in the registry, scored by when it is due, and its schedule's head; no job hash yet.
     assert not redis.exists(Job.key_for(plan.job_id))
     assert redis.zscore(registry.key, plan.job_id) == plan.due_at.timestamp()
@@ -73,8 +73,8 @@ def test_a_link_put_whole_by_an_older_version_is_still_moved(real_app):
 def test_put_links_replaces_pending_copies_and_rq_reads_them_back(real_app):
     queue, redis = get_queue(real_app), get_redis(real_app)
     plans = [_plan(f"00000000-0000-0000-0000-{i:012d}") for i in range(1203)]
-    put_links(queue, plans, 300)
-    put_links(queue, [_plan(plans[0].schedule_id, revision=3)], 300)  # re-planned: replaces the pending copy
+    put_links(queue, plans)
+    put_links(queue, [_plan(plans[0].schedule_id, revision=3)])  # re-planned: replaces the pending copy
     assert ScheduledJobRegistry(queue=queue).count == len(plans)
     revisions = pending_revisions(redis, queue, [plans[0].job_id, plans[1].job_id], plans[0].due_at.timestamp())
     assert revisions == [3, 2]
@@ -91,14 +91,14 @@ def test_put_links_replaces_pending_copies_and_rq_reads_them_back(real_app):
 def test_a_queued_copy_leaves_the_queue_when_its_link_is_put_again_or_cancelled(real_app):
     queue, redis = get_queue(real_app), get_redis(real_app)
     replanned, cancelled, other = (_plan(f"00000000-0000-0000-0000-{i:012d}") for i in range(3))
-    put_links(queue, [replanned, cancelled, other], 300)
+    put_links(queue, [replanned, cancelled, other])
     assert Mover(redis, queue).move_due(replanned.due_at) == 3
     assert queue.get_job_ids() == [replanned.job_id, cancelled.job_id, other.job_id]
 
-    put_link(queue, _plan(replanned.schedule_id, revision=3), 300)
+    put_link(queue, _plan(replanned.schedule_id, revision=3))
     cancel_link(queue, cancelled.job_id)
     new = _plan("00000000-0000-0000-0000-000000000009")
-    put_link(queue, new, 300)  # a link with no copy yet: the queue is left as it is
+    put_link(queue, new)  # a link with no copy yet: the queue is left as it is
 
     assert queue.get_job_ids() == [other.job_id]
     assert not redis.exists(Job.key_for(cancelled.job_id))
@@ -115,13 +115,13 @@ def _tick(repeat: int, retry: int, schedule_id: str = "0b7c2a64-3d2e-4f0e-9a55-3
 def test_a_put_older_than_the_schedules_last_one_is_refused(real_app):
     queue, redis = get_queue(real_app), get_redis(real_app)
     registry = ScheduledJobRegistry(queue=queue)
-    assert put_links(queue, [_tick(5, 1)], 300) == [_tick(5, 1).job_id]
+    assert put_links(queue, [_tick(5, 1)]) == [_tick(5, 1).job_id]
     # A reconciler that read the row before the tick moved on: its put is refused, whatever its kind.
-    assert put_links(queue, [_tick(5, 0), _tick(4, 9)], 300) == []
+    assert put_links(queue, [_tick(5, 0), _tick(4, 9)]) == []
     assert registry.get_job_ids() == [_tick(5, 1).job_id]
     assert not redis.exists(Job.key_for(_tick(5, 0).job_id))
     # The same tick again is a repair of the same link: accepted.
-    assert put_links(queue, [_tick(5, 1)], 300) == [_tick(5, 1).job_id]
+    assert put_links(queue, [_tick(5, 1)]) == [_tick(5, 1).job_id]
     assert registry.get_job_ids() == [_tick(5, 1).job_id]
 
 
@@ -129,20 +129,20 @@ def test_a_newer_put_takes_the_previous_pending_link_out(real_app):
     queue, redis = get_queue(real_app), get_redis(real_app)
     registry = ScheduledJobRegistry(queue=queue)
     other = _tick(0, 0, "00000000-0000-0000-0000-000000000001")
-    put_links(queue, [_tick(5, 1), other], 300)
-    put_link(queue, _tick(6, 0), 300)  # scheduled copy of n5-rc1: out of the registry, hash deleted
+    put_links(queue, [_tick(5, 1), other])
+    put_link(queue, _tick(6, 0))  # scheduled copy of n5-rc1: out of the registry, hash deleted
     assert sorted(registry.get_job_ids()) == sorted([_tick(6, 0).job_id, other.job_id])
     assert not redis.exists(Job.key_for(_tick(5, 1).job_id))
 
     Mover(redis, queue).move_due(_tick(6, 0).due_at)
-    put_link(queue, _tick(7, 0), 300)  # queued copy of n6: off the queue, hash deleted
+    put_link(queue, _tick(7, 0))  # queued copy of n6: off the queue, hash deleted
     assert queue.get_job_ids() == [other.job_id]
     assert not redis.exists(Job.key_for(_tick(6, 0).job_id))
 
     # A started copy (a worker runs it, RQ will write its end) keeps its hash; only its pending entries go.
     redis.hset(Job.key_for(_tick(7, 0).job_id), "status", "started")
     redis.zadd(registry.key, {_tick(7, 0).job_id: 1})
-    put_link(queue, _tick(7, 1), 300)
+    put_link(queue, _tick(7, 1))
     assert registry.get_job_ids() == [_tick(7, 1).job_id]
     assert redis.hget(Job.key_for(_tick(7, 0).job_id), "status") == b"started"
 
@@ -150,7 +150,7 @@ def test_a_newer_put_takes_the_previous_pending_link_out(real_app):
 def test_cancel_takes_out_the_pending_link_and_forgets_the_schedule(real_app):
     queue, redis = get_queue(real_app), get_redis(real_app)
     registry = ScheduledJobRegistry(queue=queue)
-    put_link(queue, _tick(5, 0), 300)
+    put_link(queue, _tick(5, 0))
     # The row expects a later tick than the one put (that hand-off was lost): both go, and Redis holds
     # nothing for the paused or deleted schedule.
     cancel_link(queue, _tick(5, 1).job_id)
@@ -158,10 +158,10 @@ def test_cancel_takes_out_the_pending_link_and_forgets_the_schedule(real_app):
     assert not redis.exists(Job.key_for(_tick(5, 0).job_id))
     assert not redis.hlen(HEADS_KEY)
     # A pause's cancel that arrives after a resume put the next tick leaves that tick alone.
-    put_link(queue, _tick(6, 0), 300)
+    put_link(queue, _tick(6, 0))
     cancel_link(queue, _tick(5, 0).job_id)
     assert registry.get_job_ids() == [_tick(6, 0).job_id]
-    assert put_links(queue, [_tick(5, 0)], 300) == []
+    assert put_links(queue, [_tick(5, 0)]) == []
 
 
 def test_only_the_hand_off_puts_or_cancels_links():

@@ -42,10 +42,10 @@ def _registry(app, name: str) -> list[str]:  # type: ignore[no-untyped-def]
 def test_a_link_put_through_another_queue_leaves_no_copy_in_the_one_it_was_in(real_app):
     queue = get_queue(real_app)
     plan = LinkPlan("0b7c2a64-3d2e-4f0e-9a55-3f1d2c3b4a59", 2, 5, 1, DUE, DUE, 30)
-    put_link(queue, plan, 300)
+    put_link(queue, plan)
     assert _registry(real_app, "recur") == [plan.job_id]
     moved = LinkPlan(**{**plan.__dict__, "queue": "slow"})
-    put_link(queue, moved, 300)  # the same link, through the workflow's new queue
+    put_link(queue, moved)  # the same link, through the workflow's new queue
     assert _registry(real_app, "recur") == [] and _registry(real_app, "slow") == [plan.job_id]
     redis = get_redis(real_app)
     assert redis.hget(HEADS_KEY, plan.schedule_id).split(b"\n")[3] == b"slow"  # the head names its queue
@@ -53,7 +53,7 @@ def test_a_link_put_through_another_queue_leaves_no_copy_in_the_one_it_was_in(re
     assert pending_revisions(redis, queue, [plan.job_id], now, queues=["slow"]) == [2]
     # Where its row expects the default queue, a copy waiting in "slow" is not the pending link.
     assert pending_revisions(redis, queue, [plan.job_id], now, queues=[None]) == [None]
-    put_link(queue, plan, 300)  # and back
+    put_link(queue, plan)  # and back
     assert _registry(real_app, "slow") == [] and _registry(real_app, "recur") == [plan.job_id]
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from flask import current_app
 from redis.client import Pipeline
 from redis.exceptions import RedisError
 from rq import Queue
@@ -39,7 +38,7 @@ def hand_off(schedule: Schedule, queue: Queue | None = None, pipeline: Pipeline 
     if schedule.running_run_id is not None or schedule.next_run_at is None:
         return None
     plan = link_plan(schedule)
-    put = put_link(queue, plan, current_app.config["RECUR_LINK_RESULT_TTL"], pipeline=pipeline)
+    put = put_link(queue, plan, pipeline=pipeline)
     return plan.job_id if put is not False else None
 
 
@@ -47,7 +46,7 @@ def hand_off_plans(plans: list[LinkPlan], queue: Queue | None = None) -> list[st
     """hand_off in bulk, for the reconciler (each plan made from an active, idle row it just read), and for
     a deferred tick (its plan made from the row its deferral just committed). Returns the IDs put (a plan
     older than its schedule's last put is refused)."""
-    return put_links(queue or get_queue(), plans, current_app.config["RECUR_LINK_RESULT_TTL"])
+    return put_links(queue or get_queue(), plans)
 
 
 def withdraw(schedule: Schedule, queue: Queue | None = None) -> None:

@@ -118,7 +118,7 @@ local out = {}
 for i = 2, #ARGV do
   local id = ARGV[i]
   local entry = ''
-  local schedule = string.match(id, '^sched%-(.+)%-n%d+%-rc%d+$')
+  local schedule = link_schedule(id)
   local head = schedule and head_of(KEYS[2], schedule)
   if head and head[3] == id and head[6]
       and redis.call('ZSCORE', '""" + SCHEDULED_PREFIX + r"""' .. head[6], id) then

@@ -16,8 +16,7 @@ from rq.job import Job
 from rq.utils import utcformat
 
 from recur_server.chain.redis_links import HEADS_KEY, head_lua, job_data, scheduled_key, template
-
-DEFAULT_RESULT_TTL = 300  # RECUR_LINK_RESULT_TTL's default
+from recur_server.infra.config import Settings
 
 # A link put by an older version is its whole hash already (status scheduled): it is marked queued. A small
 # one (redis_links) becomes its hash here, if its schedule's head still names it through this queue: the
@@ -37,7 +36,7 @@ for _, id in ipairs(ids) do
     redis.call('HSET', key, 'status', 'queued', 'enqueued_at', stamp)
     redis.call('RPUSH', KEYS[2], id)
   else
-    local schedule = string.match(id, '^sched%-(.+)%-n%d+%-rc%d+$')
+    local schedule = link_schedule(id)
     local head = schedule and head_of(KEYS[4], schedule)
     if head and head[3] == id and head[6] == queue_name then
       redis.call('DEL', key)
@@ -53,7 +52,8 @@ return #ids
 
 
 class Mover:
-    def __init__(self, redis: Redis, queue: Queue, batch: int = 500, result_ttl: int = DEFAULT_RESULT_TTL) -> None:
+    def __init__(self, redis: Redis, queue: Queue, batch: int = 500,
+                 result_ttl: int = Settings.RECUR_LINK_RESULT_TTL) -> None:
         self._redis = redis
         self._queue = queue
         self._registry_key = scheduled_key(queue)

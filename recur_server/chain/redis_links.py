@@ -56,30 +56,21 @@ class LinkPlan:
         )
 
 
-def revision_of(description: str | None) -> int | None:
-    if not description or not description.startswith("recur link "):
-        return None
-    for word in description.split():
-        if word.startswith("r") and word[1:].isdigit():
-            return int(word[1:])
-    return None
-
-
 def scheduled_key(queue: Queue) -> str:
     """The key of RQ's ScheduledJobRegistry for `queue`, where pending links wait until due."""
     key: str = ScheduledJobRegistry(queue=queue).key  # type: ignore[no-untyped-call]
     return key
 
 
-def put_link(queue: Queue, plan: LinkPlan, result_ttl: int, pipeline: Pipeline | None = None) -> bool | None:
+def put_link(queue: Queue, plan: LinkPlan, pipeline: Pipeline | None = None) -> bool | None:
     """put_links for one plan: whether it was put, or None with `pipeline` (the answer comes with its results)."""
     if pipeline is not None:
-        _put(pipeline, queue_named(queue, plan.queue), [plan], result_ttl)
+        _put(pipeline, queue_named(queue, plan.queue), [plan])
         return None
-    return bool(put_links(queue, [plan], result_ttl))
+    return bool(put_links(queue, [plan]))
 
 
-def put_links(queue: Queue, plans: list[LinkPlan], result_ttl: int) -> list[str]:
+def put_links(queue: Queue, plans: list[LinkPlan]) -> list[str]:
     """Make each plan its schedule's pending link; returns the IDs put.
 
     A schedule's ticks (repeat, retry) only grow from one put to the next (a re-plan starts a new tick),
@@ -91,15 +82,15 @@ def put_links(queue: Queue, plans: list[LinkPlan], result_ttl: int) -> list[str]
 
     One Lua script writes each batch: every link's replacement is atomic (a reader never sees the old and
     the new copy at once). A pending link is its ID in RQ's ScheduledJobRegistry and its schedule's head
-    (HEADS_KEY), two writes: the mover writes the job's hash when it comes due (recovery puts a million of
-    them after Redis lost its data). `result_ttl` is the mover's to write.
+    (HEADS_KEY), two writes: the mover writes the job's hash, with its result TTL, when it comes due
+    (recovery puts a million of them after Redis lost its data).
     """
     put: list[str] = []
     for name, group in _by_queue(plans).items():
         through = queue_named(queue, name)
         for offset in range(0, len(group), PUT_BATCH):
             batch = group[offset:offset + PUT_BATCH]
-            flags = _put(queue.connection, through, batch, result_ttl)
+            flags = _put(queue.connection, through, batch)
             put += [plan.job_id for plan, flag in zip(batch, flags, strict=True) if flag]
     return put
 
@@ -118,8 +109,7 @@ def queue_named(default: Queue, name: str | None) -> Queue:
     return Queue(name, connection=default.connection, serializer=default.serializer)
 
 
-def _put(client: Redis | Pipeline, queue: Queue, plans: list[LinkPlan], result_ttl: int) -> Any:
-    del result_ttl  # the mover's: the job's hash is written when the link comes due
+def _put(client: Redis | Pipeline, queue: Queue, plans: list[LinkPlan]) -> Any:
     keys = [scheduled_key(queue), queue.key, Queue.redis_queues_keys, HEADS_KEY]
     args: list[Any] = [Job.redis_job_namespace_prefix, queue.name]
     for plan in plans:
@@ -151,7 +141,8 @@ QUEUE_PREFIX = Queue.redis_queue_namespace_prefix
 SCHEDULED_PREFIX = "rq:scheduled:"
 # A schedule's head, parsed (nil without one): repeat, retry, its link's ID (in the format of
 # recur_server.chain.ids.link_id), and for a small pending link the revision, timeout, queue and nominal time.
-# And the description of a link (LinkPlan.description) from a parsed head.
+# The schedule a link's ID names (link_schedule, as recur_server.chain.ids.parse_link_id reads it), and the
+# description of a link (LinkPlan.description) from a parsed head.
 _HEAD_LUA = r"""
 local function head_of(heads, schedule)
   local head = redis.call('HGET', heads, schedule)
@@ -168,6 +159,9 @@ local function head_of(heads, schedule)
     parsed[4], parsed[5], parsed[6], parsed[7] = rev, timeout, queue, nominal
   end
   return parsed
+end
+local function link_schedule(id)
+  return string.match(id, '^sched%-(.+)%-n%d+%-rc%d+$')
 end
 local function link_description(schedule, head)
   return 'recur link ' .. schedule .. ' n' .. head[1] .. ' rc' .. head[2] .. ' r' .. head[4] .. ' for ' .. head[7]
@@ -243,13 +237,11 @@ def link_kwargs(job: Job) -> dict[str, Any]:
         return dict(job.kwargs)
     parsed = parse_link_id(job.id)
     words = (job.description or "").split()
-    if parsed is None or len(words) != 8 or words[:2] != ["recur", "link"] or words[6] != "for":
+    if (parsed is None or len(words) != 8 or words[:2] != ["recur", "link"] or words[6] != "for"
+            or not (words[5].startswith("r") and words[5][1:].isdigit())):
         raise ValueError(f"job {job.id} is not a link (description {job.description!r})")
-    revision = revision_of(job.description)
-    if revision is None:
-        raise ValueError(f"job {job.id} names no revision (description {job.description!r})")
     schedule_id, repeat, retry = parsed
-    return {"schedule_id": schedule_id, "revision": revision, "repeat": repeat, "retry": retry,
+    return {"schedule_id": schedule_id, "revision": int(words[5][1:]), "repeat": repeat, "retry": retry,
             "scheduled_for": words[7]}
 
 
