@@ -41,7 +41,8 @@ pytestmark = pytest.mark.integration
 PREVIOUS = "62f8f3fb1ede7537346611efe812966470254fd3"  # 0.1.0: the server package still named `app`
 FORMER_LINK = "app.chain.link.run_link"
 SCHEDULES = 20
-LATE_SECONDS = 40  # longer than the upgrade takes on a loaded machine
+LATE_SECONDS = 60  # longer than the upgrade takes on a loaded machine, second signals included
+OLD_SLOTS = 2  # each 0.1.0 worker's --concurrency
 ONE_SECOND = timedelta(seconds=1)  # every schedule's interval but the late ones'
 
 
@@ -76,6 +77,22 @@ def _stop(process: Process) -> None:
     process.stop(timeout=60)
 
 
+def _stop_old(process: Process) -> bool:
+    """SIGTERM to a 0.1.0 worker, and its end awaited; True when it needed the second SIGTERM that
+    docs/operations.md advises. Versions before the fix (tests/test_worker.py, "a stop requested while a
+    link's outcome is recorded") can miss the first: a slot that gets it while recording an outcome runs on.
+    The second is RQ's cold shutdown, which may cut short the link that slot runs then (its attempt retried)."""
+    process.popen.terminate()
+    try:
+        process.popen.wait(10)
+        return False
+    except subprocess.TimeoutExpired:
+        assert "StopRequested" in process.output(), "0.1.0's worker hung on SIGTERM, not by the known defect"
+        process.popen.terminate()
+        process.popen.wait(30)
+        return True
+
+
 def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
         tmp_path: Path, redis_server: RedisServer, empty_database_url: str, request: pytest.FixtureRequest) -> None:
     """The database starts empty and 0.1.0 builds its own schema: the new version's migrations then run
@@ -106,7 +123,8 @@ def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
         old_flask("db", "upgrade")
         token = old_flask("tokens", "create", "admin").strip().splitlines()[-1]
         old_web, port = serve_web(env, log("old-web"), lambda p: api_of(p).answers(), cwd=old)
-        old_workers = [start_worker(env, log(f"old-worker-{i}"), "--concurrency", "2", cwd=old) for i in (1, 2)]
+        old_workers = [start_worker(env, log(f"old-worker-{i}"), "--concurrency", str(OLD_SLOTS), cwd=old)
+                       for i in (1, 2)]
         processes += [old_web, *old_workers]
         api = api_of(port)
         assert "version" not in api.ok("GET", "/api/v1/health/")  # 0.1.0 did not say
@@ -129,12 +147,13 @@ def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
         api = api_of(new_port)
         assert api.ok("GET", "/api/v1/health/")["version"] == project_version()
         # 3. The workers one by one: a new one started, then an old one stopped.
+        second_signals = 0
         for i, old_worker in enumerate(old_workers, 1):
             new_worker = start_worker(env, log(f"new-worker-{i}"), "--concurrency", "2")
             processes.append(new_worker)
             wait_for(lambda w=new_worker: "Listening on" in w.output() or "to 2 slots" in w.output(), 60,
                      what="the new worker to listen")
-            _stop(old_worker)
+            second_signals += _stop_old(old_worker)
         left_by_old = {job_id for job_id, func in _pending_links(redis).items() if func == FORMER_LINK}
         assert left_by_old, f"no link of 0.1.0's was waiting when its last process stopped ({LATE_SECONDS} s)"
         wait_for(lambda: all(api.ok("GET", f"/api/v1/schedules/{i}/")["status"] == "done" for i in late),
@@ -154,14 +173,22 @@ def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
     outcomes: dict[Attempt, Outcome] = {}
     problems: list[str] = []
     off_grid: list[str] = []
+    retried: list[str] = []  # ticks a second signal's cold shutdown cut short, then retried
     for schedule_id, items in runs.items():
-        ticks = sorted((r for r in items if r["reason"] is None), key=lambda r: r["repeat_number"])
+        ticks = sorted((r for r in items if r["reason"] is None), key=lambda r: (r["repeat_number"], r["retry_number"]))
+        by_tick: dict[int, list[tuple[int, str]]] = {}
         for run in ticks:
             outcomes[schedule_id, run["repeat_number"], run["retry_number"]] = (run["status"], run.get("error"))
-        if any(r["status"] != "succeeded" or r["retry_number"] != 0 for r in ticks):
-            problems.append(f"{schedule_id}: {[(r['repeat_number'], r['status'], r['retry_number']) for r in ticks]}")
-        if [r["repeat_number"] for r in ticks] != list(range(len(ticks))):
-            problems.append(f"{schedule_id}: repeats {[r['repeat_number'] for r in ticks]}")
+            by_tick.setdefault(run["repeat_number"], []).append((run["retry_number"], run["status"]))
+        for repeat, attempts in by_tick.items():
+            statuses = [status for _, status in attempts]
+            if [retry for retry, _ in attempts] != list(range(len(attempts))) or statuses.count("succeeded") != 1 \
+                    or statuses[-1] != "succeeded":
+                problems.append(f"{schedule_id} n{repeat}: {attempts}")
+            elif len(attempts) > 1:
+                retried.append(f"{schedule_id} n{repeat}: {attempts}")
+        if sorted(by_tick) != list(range(len(by_tick))):
+            problems.append(f"{schedule_id}: repeats {sorted(by_tick)}")
         if not ticks or schedule_id in late:
             continue
         covered = covered_ticks(items, ONE_SECOND)
@@ -172,9 +199,10 @@ def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
         if strays:
             off_grid.append(f"{schedule_id}: ticks off its one-second grid from {min(covered)}: {strays[:3]}")
     assert problems == [], problems[:5]
+    assert len(retried) <= second_signals * OLD_SLOTS, retried[:5]  # none unless a second signal was needed
     starts = classify(parse((tmp_path / "executions.log").read_text().splitlines()), outcomes)
-    assert starts["unexplained"] == 0 and starts["ticks_started_more_than_once"] == 0, starts
-    assert starts["written_off_attempts"] == 0 and starts["runs_without_a_logged_start"] == 0, starts
+    assert starts["unexplained"] == 0 and starts["ticks_started_more_than_once"] <= len(retried), starts
+    assert starts["written_off_attempts"] <= len(retried) and starts["runs_without_a_logged_start"] == 0, starts
     ran = {f"sched-{sid}-n{repeat}-rc{retry}" for (sid, repeat, retry), (status, _) in outcomes.items()
            if status == "succeeded"}
     assert left_by_old <= ran, sorted(left_by_old - ran)[:5]

@@ -198,3 +198,41 @@ def _in_pipeline(redis: Redis, write: Callable[[Any], Any]) -> Any:
         written = write(pipe)
         pipe.execute()
     return written
+
+
+@pytest.mark.parametrize("mode", ["default", "fork"])
+def test_a_stop_requested_while_a_links_outcome_is_recorded_waits_for_the_record(real_app, fake_clock, mode):
+    """SIGTERM handled where the worker has gone IDLE in the completion's pipeline but not yet sent it.
+    RQ raises StopRequested wherever a worker that is not BUSY is; it landed in the completion's own
+    `except Exception`, so the outcome was never written (the run left for the reconciler to write off) and
+    the stop was forgotten (the worker ran on until it was killed: seen in a rolling upgrade). Now the record
+    is written and the worker stops after it."""
+    import signal
+
+    from rq.worker import WorkerStatus
+
+    from recur_server.workers.pool import Limits
+    from recur_server.workers.worker import RecurPoolWorker
+
+    [schedule] = _links_due_now(real_app, fake_clock, 1)
+    base: Any = RecurPoolWorker if mode == "default" else RecurWorker
+
+    class SignalledWhileRecording(base):  # type: ignore[misc, valid-type]
+        def set_state(self, state: str, pipeline: Any = None) -> None:
+            super().set_state(state, pipeline=pipeline)
+            if pipeline is not None and state == WorkerStatus.IDLE:
+                self.request_stop(signal.SIGTERM, None)  # the signal's handler, run at this line
+
+    kwargs = {"limits": Limits()} if mode == "default" else {}
+    worker = SignalledWhileRecording([get_queue(real_app)], connection=get_redis(real_app), **kwargs)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        worker.work(burst=True, with_scheduler=False)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    [run] = runs_of(schedule.id)
+    assert run.status == "succeeded", (run.status, run.error)
+    assert worker._stop_requested
+    assert fresh(schedule.id).running_run_id is None
+    assert scheduled_ids(real_app) == [link_id(schedule.id, 1, 0)]  # and its successor handed off

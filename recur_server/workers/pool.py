@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import math
 import os
+import select
 import signal
 import time
 from dataclasses import dataclass
@@ -180,6 +182,23 @@ class WorkProcess:
             with contextlib.suppress(OSError):
                 self._conn.close()
         self.pid, self._conn = None, None
+
+
+def exits_before(pid: int, deadline: float) -> bool:
+    """Wait for the child `pid` to exit, at most until `deadline` (on clock.monotonic()); False if it is
+    still running then. Does not reap it. Where pidfds are missing (not Linux), waits without a limit:
+    RQ's own monitor then remains the only one."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return True
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        # poll() resumes after a signal whose handler returns; RQ's monitor alarm raises through it.
+        return bool(poller.poll(max(0, math.ceil((deadline - clock.monotonic()) * 1000))))
+    finally:
+        os.close(pidfd)
 
 
 def death_of(wait_status: int, what: str = "work process died") -> str:

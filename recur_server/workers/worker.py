@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
-import os
-import select
 import signal
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -32,7 +29,7 @@ from recur_server.infra import clock
 from recur_server.infra.extensions import db
 from recur_server.infra.threads import deaf_to_stop_signals
 from recur_server.workers import horse
-from recur_server.workers.pool import POLL_SECONDS, Limits, WorkProcess, death_of, rss_bytes
+from recur_server.workers.pool import POLL_SECONDS, Limits, WorkProcess, death_of, exits_before, rss_bytes
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +174,7 @@ class RecurWorker(QuietBetweenJobs, Worker):
 
     job_class = horse.HandedJob
     _handed: horse.Handed | None = None  # the link whose task runs now, when this worker prepared it
+    _recording = False  # a link's outcome is being recorded (_complete)
 
     def __init__(self, *args: Any, job_died: Callable[[Any, str, str, datetime], None] | None = None,
                  **kwargs: Any) -> None:
@@ -258,6 +256,7 @@ class RecurWorker(QuietBetweenJobs, Worker):
     def _complete(self, handed: horse.Handed) -> None:
         """Record the outcome and hand off; the worker's return to IDLE goes in the same round trip."""
         prepared = handed.prepared
+        self._recording = True
         try:
             if isinstance(prepared, str):
                 return
@@ -267,8 +266,20 @@ class RecurWorker(QuietBetweenJobs, Worker):
         except Exception:  # the lease lapses and the reconciler writes the run off
             log.exception("could not complete link %s", handed.job_id)
         finally:
+            self._recording = False
             handed.close()
             db.session.remove()
+
+    def _shutdown(self) -> None:
+        """RQ's answer to SIGTERM, except while a link's outcome is being recorded: the stop then waits for
+        the record, as it waits for a running task. The worker is IDLE from the moment the record's pipeline
+        is built, and RQ raises StopRequested wherever an IDLE worker is: raised inside the record, it lost
+        the outcome (the run left for the reconciler to write off) and the stop (the worker ran on until
+        it was killed)."""
+        if self._recording:
+            self._stop_requested = True
+            return
+        super()._shutdown()  # type: ignore[no-untyped-call]
 
     def wait_for_horse(self) -> tuple[int | None, int | None, Any]:
         """RQ's wait for the horse, cut short at the running link's deadline (its timeout plus the grace):
@@ -276,7 +287,7 @@ class RecurWorker(QuietBetweenJobs, Worker):
         attempt is recorded as timed out."""
         handed = self._handed
         deadline = handed.deadline if handed is not None else None
-        if handed is not None and deadline is not None and not _exits_before(self.horse_pid, deadline):
+        if handed is not None and deadline is not None and not exits_before(self.horse_pid, deadline):
             handed.overran = True
             log.warning("link %s ran past its timeout and grace; killing its work horse", handed.job_id)
             self.kill_horse()
@@ -321,23 +332,6 @@ class RecurWorker(QuietBetweenJobs, Worker):
             db.session.remove()
 
 
-def _exits_before(pid: int, deadline: float) -> bool:
-    """Wait for the child `pid` to exit, at most until `deadline` (on clock.monotonic()); False if it is
-    still running then. Does not reap it. Where pidfds are missing (not Linux), waits without a limit:
-    RQ's own monitor then remains the only one."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return True
-    try:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        # poll() resumes after a signal whose handler returns; RQ's monitor alarm raises through it.
-        return bool(poller.poll(max(0, math.ceil((deadline - clock.monotonic()) * 1000))))
-    finally:
-        os.close(pidfd)
-
-
 class RecurPoolWorker(RecurWorker):
     """The default worker: each link's task runs in a persistent work process (recur_server.workers.pool) instead of
     a process forked for it. The worker claims, runs RQ's bookkeeping and records the outcome, as the
@@ -379,7 +373,7 @@ class RecurPoolWorker(RecurWorker):
         it, and its run fails saying so."""
         limit = self.work_process.limits.max_memory_mb
         if self._handed is None and limit is not None and self.horse_pid:
-            while not _exits_before(self.horse_pid, clock.monotonic() + POLL_SECONDS):
+            while not exits_before(self.horse_pid, clock.monotonic() + POLL_SECONDS):
                 rss = rss_bytes(self.horse_pid)
                 if rss is not None and rss > limit * 1024 * 1024:
                     self._killed_for = (f"work process used {rss // (1024 * 1024)} MB, over the limit of {limit} MB "
