@@ -42,11 +42,26 @@ def record(schedule_id: str, owner_id: int, action: str, now: datetime,
            changes: dict[str, Any] | None = None) -> None:
     """Add an event to the session: the caller's commit writes it with the change it describes. The actor
     is the request's owner; outside a request (the CLI, the workers) it is "system", or whom `acting_as` names."""
-    actor = g.get("owner") if has_request_context() else _ACTING.get()
+    actor = _actor()
     db.session.add(ScheduleEvent(
         schedule_id=schedule_id, owner_id=owner_id, actor_id=actor.id if actor else None,
         actor_name=actor.name if actor else "system", action=action, at=now, changes=changes or None,
     ))
+
+
+def record_each(schedule_ids: list[str], owner_id: int, action: str, now: datetime) -> None:
+    """`record` of the same action on many schedules, written now in the session's transaction in one
+    statement (many schedules made at once: an apply)."""
+    if not schedule_ids:
+        return
+    actor = _actor()
+    who = {"owner_id": owner_id, "actor_id": actor.id if actor else None,
+           "actor_name": actor.name if actor else "system", "action": action, "at": now}
+    db.session.execute(insert(ScheduleEvent), [{"schedule_id": ident, **who} for ident in schedule_ids])
+
+
+def _actor() -> Any:
+    return g.get("owner") if has_request_context() else _ACTING.get()
 
 
 # For changes a worker makes inside a transaction of its own on the driver (recur_server.infra.rawsql), not

@@ -25,6 +25,7 @@ from recur_server.infra.extensions import db
 from recur_server.models import Schedule, Workflow
 from recur_server.notify.models import Webhook
 from recur_server.services import calendars, known_tasks, schedules, webhooks, workflows
+from recur_server.services.create_many import create_many
 from recur_server.services.queries import owned, owned_schedule, schedule_named
 from recur_server.services.refusals import CHANGE_REFUSED
 
@@ -92,6 +93,7 @@ class _Run:
         self.calendar_ids: dict[str, int] = {}
         self.warnings: list[str] = []  # "NAME: ...": schedules made or changed (known_tasks)
         self._workers_say = known_tasks.Warnings(now)
+        self._found: dict[tuple[type, str], int] = {}  # names of the owner's rows found in the database
 
     def _each(self, kind: str, action: str, items: list[Any], name: Callable[[Any], object],
               change: Callable[[Any], None]) -> None:
@@ -152,8 +154,12 @@ class _Run:
         self._each("calendars", "delete", idents, lambda i: i, delete)
 
     def schedules(self, changes: dict[str, list[Any]]) -> None:
-        def create(body: dict[str, Any]) -> None:
-            made = schedules.create({**self._named(body), "owner_id": self.owner_id}, self.now)
+        bodies = changes.get("create") or []
+
+        def step(index: int) -> Any:
+            return _step(f"schedules.create.{index}", bodies[index].get("key") or bodies[index]["name"])
+
+        for made in create_many(self.owner_id, bodies, self.now, step, self._named):
             self.made["schedules"].append(Made(made.key or made.name, made.id))
             self._warn(made)
 
@@ -167,7 +173,6 @@ class _Run:
             if not schedules.remove_selected(schedule_named(ref), self.now):
                 raise _missing("schedule", ref)
 
-        self._each("schedules", "create", changes.get("create") or [], lambda b: b.get("key") or b["name"], create)
         self._each("schedules", "update", changes.get("update") or [], lambda e: e["id"], update)
         self._each("schedules", "delete", changes.get("delete") or [], lambda r: r, delete)
 
@@ -187,9 +192,12 @@ class _Run:
     def _id_of(self, model: type[Workflow] | type[Calendar], name: str, made: dict[str, int], field: str) -> int:
         if name in made:
             return made[name]
+        if (model, name) in self._found:
+            return self._found[model, name]
         found = list(db.session.scalars(select(model.id).where(
             (model.owner_id == self.owner_id) & (model.name == name)).limit(2)))
         if len(found) != 1:
             raise schedules.Invalid({field: [f"no single {field} of yours named {name!r} ({len(found) or 'none'} "
                                              f"found){' : rename all but one' if len(found) > 1 else ''}"]})
+        self._found[model, name] = int(found[0])
         return int(found[0])

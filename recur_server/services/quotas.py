@@ -31,9 +31,9 @@ _NOUNS = {"schedules": "schedules", "webhooks": "webhooks", "tokens": "active to
 class QuotaExceeded(Exception):
     """The owner holds as many as its quota allows; `errors` names the quota ({quota: [message]})."""
 
-    def __init__(self, quota: str, message: str) -> None:
+    def __init__(self, quota: str, message: str, room: int = 0) -> None:
         super().__init__(message)
-        self.quota = quota
+        self.quota, self.room = quota, room
         self.message = message
         self.errors = {quota: [message]}
 
@@ -60,14 +60,15 @@ def _count(owner_id: int, quota: str, now: datetime) -> Select[Any]:
         & (ApiToken.expires_at.is_(None) | (ApiToken.expires_at > now)))
 
 
-def require_room(owner_id: int, quota: str, now: datetime) -> None:
-    """Raise QuotaExceeded unless the owner may hold one more; call it in the transaction that creates it."""
+def require_room(owner_id: int, quota: str, now: datetime, adding: int = 1) -> None:
+    """Raise QuotaExceeded unless the owner may hold `adding` more; call it in the transaction that creates
+    them. Its `room` says how many more it may hold."""
     override_column = getattr(Owner, COLUMNS[quota])
     name, override = db.session.execute(
         select(Owner.name, override_column).where(Owner.id == owner_id).with_for_update(key_share=True)).one()
     limit = limit_of(quota, override)
     held = db.session.scalar(_count(owner_id, quota, now)) or 0
-    if held >= limit:
+    if held + adding > limit:
         source = "its own quota, set by an admin" if override is not None else SETTINGS[quota]
         raise QuotaExceeded(quota, f"owner {name} has {held} of {limit} {_NOUNS[quota]} ({source}); "
-                                   "ask an admin to raise it")
+                                   "ask an admin to raise it", room=max(0, limit - held))

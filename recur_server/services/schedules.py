@@ -41,10 +41,10 @@ class Conflict(Exception):
 
 
 class DuplicateKey(Exception):
-    """Another schedule of the same owner has this key (a 409)."""
+    """Another schedule of the same owner has this key (a 409); `key` None: one of several being made."""
 
-    def __init__(self, key: str) -> None:
-        super().__init__(f"a schedule with key {key!r} exists already")
+    def __init__(self, key: str | None) -> None:
+        super().__init__(f"a schedule with key {key!r} exists already" if key else "another request took a key")
         self.key = key
 
 
@@ -88,32 +88,32 @@ def timing_columns(data: dict[str, Any], now: datetime) -> dict[str, Any]:
     return out
 
 
-def create(data: dict[str, Any], now: datetime) -> Schedule:
+def built(data: dict[str, Any], now: datetime) -> Schedule:
+    """The row `create` adds, planned (its first run), before any check that reads the database."""
     columns = timing_columns(data, now)
     if not any(columns.get(k) is not None for k in _KIND_COLUMNS):
         raise Invalid({"timing": ["give exactly one kind of timing: interval_seconds, every, cron, rrule, at "
                                   "or after_seconds"]})
-    schedule = Schedule(
-        **{k: data[k] for k in _PLAIN_COLUMNS if k in data},
-        **columns,
-        status=ScheduleStatus.ACTIVE.value,
-        created_at=now,
-        updated_at=now,
-    )
+    schedule = Schedule(**{k: data[k] for k in _PLAIN_COLUMNS if k in data}, **columns,
+                        status=ScheduleStatus.ACTIVE.value, created_at=now, updated_at=now)
     _defaults(schedule)
     if schedule.anchor_at is None:
         schedule.anchor_at = planning.default_anchor(schedule, now)
     schedule.next_run_at = _first(schedule, now)
+    return schedule
+
+
+def create(data: dict[str, Any], now: datetime) -> Schedule:
+    schedule = built(data, now)
     get_redis().ping()  # refuse before writing anything if the link could not be handed off
-    # The transaction starts here (on SQLite it takes the write lock): checks that need no database
-    # come first, so the lock is held for the workflow lookup, the insert and the commit only.
+    # The transaction (SQLite: its write lock) starts here, held for the lookups, the insert and the commit.
     schedule.queue = _require_workflow(data["workflow_id"], schedule.owner_id).queue  # its links' queue
     require_calendar(schedule.calendar_id, schedule.owner_id)
-    _follow(schedule, data, None)
+    set_after(schedule, data, None)
     _require_free_key(schedule.owner_id, schedule.key, None)
     quotas.require_room(schedule.owner_id, "schedules", now)  # QuotaExceeded: the API and the console answer it
     db.session.add(schedule)
-    _flush_keyed(schedule.key)  # the id, for the event
+    flush_keyed(schedule.key)  # the id, for the event
     audit.record(schedule.id, schedule.owner_id, "create", now)
     transaction.commit()
     transaction.after_commit(lambda: hand_off_or_leave_to_recovery(schedule))
@@ -130,7 +130,7 @@ def update(schedule: Schedule | str, data: dict[str, Any], now: datetime) -> Sch
     if data.get("key") is not None and data["key"] != schedule.key:
         _require_free_key(schedule.owner_id, data["key"], schedule.id)
     require_calendar(data.get("calendar_id"), schedule.owner_id)
-    _follow(schedule, data, schedule.id)
+    set_after(schedule, data, schedule.id)
     audit.record(schedule.id, schedule.owner_id, "update", now,
                  {key: audit.jsonable(value) for key, value in data.items()})
     columns = timing_columns(data, now)
@@ -158,7 +158,7 @@ def update(schedule: Schedule | str, data: dict[str, Any], now: datetime) -> Sch
     schedule.updated_at = now
     if replan and schedule.status == ScheduleStatus.ACTIVE.value:
         get_redis().ping()
-    _flush_keyed(schedule.key)
+    flush_keyed(schedule.key)
     transaction.commit()
     if replan or moved:  # moved to another queue: the same link, put again there (out of the old one)
         transaction.after_commit(lambda: hand_off_or_leave_to_recovery(schedule))
@@ -332,7 +332,7 @@ def _require_workflow(workflow_id: int, owner_id: int) -> Workflow:
     return workflow
 
 
-def _follow(schedule: Schedule, data: dict[str, Any], schedule_id: str | None) -> None:
+def set_after(schedule: Schedule, data: dict[str, Any], schedule_id: str | None) -> None:
     """The schedule's `after`, when the request gives it (null: it follows nothing any more)."""
     if "after" not in data:
         return
@@ -380,13 +380,13 @@ def _require_free_key(owner_id: int, key: str | None, other_than: str | None) ->
         raise DuplicateKey(key)
 
 
-def _flush_keyed(key: str | None) -> None:
-    """Flush; a key taken by a concurrent request meanwhile is the unique constraint's refusal, a 409 too."""
+def flush_keyed(key: str | None, keyed: bool = False) -> None:
+    """Flush; a key a concurrent request took meanwhile is the unique constraint's refusal, a 409 too."""
     try:
         db.session.flush()
     except IntegrityError as exc:
         refusal = str(exc.orig)
-        if key is None or not ("uq_scheduled_jobs_owner_key" in refusal or "scheduled_jobs.key" in refusal):
+        if not (key or keyed) or not ("uq_scheduled_jobs_owner_key" in refusal or "scheduled_jobs.key" in refusal):
             raise
         raise DuplicateKey(key) from exc
 

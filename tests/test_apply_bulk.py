@@ -1,0 +1,93 @@
+"""POST /apply/ makes its schedules in bulk (recur_server.services.create_many): a thousand schedules cost a
+few statements more than ten, not a statement or two each, and their links are in Redis after the commit.
+The refusals are those of one create after another: the first refused, in the file's order, is the one
+named, whether a timing, a workflow, a key or the quota refuses it, and nothing is kept."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event, func, select
+
+from recur_server.auth.models import ScheduleEvent
+from recur_server.chain.ids import link_id
+from recur_server.chain.redis_links import scheduled_key
+from recur_server.infra.extensions import db, get_queue, get_redis
+from recur_server.models import Schedule
+from tests.conftest import authorized_client, token_for_app
+
+
+@contextmanager
+def statements() -> Iterator[Counter[str]]:
+    """The SQL statements sent meanwhile, by their first words (an executemany counts once)."""
+    seen: Counter[str] = Counter()
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        seen[" ".join(statement.split()[:3])] += 1
+
+    event.listen(db.engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(db.engine, "before_cursor_execute", count)
+
+
+def apply(client: Any, schedules: list[dict[str, Any]]) -> Any:
+    return client.post("/api/v1/apply/", json={"schedules": {"create": schedules}})
+
+
+def hourly(prefix: str, count: int) -> list[dict[str, Any]]:
+    return [{"name": f"{prefix}{i}", "key": f"{prefix}{i}", "workflow": "w", "cron": "0 * * * *"}
+            for i in range(count)]
+
+
+def test_a_thousand_schedules_cost_a_few_statements_more_than_ten_and_each_has_its_link(real_app):
+    client = authorized_client(real_app, token_for_app(real_app))
+    assert client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).status_code == 201
+    with statements() as few:
+        assert apply(client, hourly("a", 10)).status_code == 200
+    with statements() as many:
+        answer = apply(client, hourly("b", 1000))
+    assert answer.status_code == 200, answer.json
+    # Before: two or more statements a schedule (its insert, its event, its workflow and key checks), 6,000 in all.
+    assert sum(many.values()) <= sum(few.values()) + 10, (few, many)
+    made = {item["name"]: item["id"] for item in answer.json["schedules"]}
+    assert len(made) == 1000
+    assert db.session.scalar(select(func.count()).select_from(Schedule)) == 1010
+    assert db.session.scalar(select(func.count()).select_from(ScheduleEvent)
+                             .where(ScheduleEvent.action == "create", ScheduleEvent.actor_name == "admin")) == 1010
+    pending = set(get_redis().zrange(scheduled_key(get_queue()), 0, -1))
+    assert {link_id(ident, 0, 0).encode() for ident in made.values()} <= pending
+
+
+def test_the_first_refusal_in_order_is_named_and_nothing_is_kept(app, client):
+    assert client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).status_code == 201
+    good = hourly("s", 4)
+    cases = [
+        # a workflow refused before a timing refused later
+        ({1: {"workflow": "nowhere"}, 3: {"cron": "0 0 31 2 *"}}, "schedules.create.1", 422),
+        # a timing refused before a workflow refused later
+        ({1: {"cron": "0 0 31 2 *"}, 3: {"workflow": "nowhere"}}, "schedules.create.1", 422),
+        # a key given twice: the second is refused
+        ({2: {"key": "s0"}}, "schedules.create.2", 409),
+    ]
+    for edits, named, status in cases:
+        bodies = [{**body, **edits.get(i, {})} for i, body in enumerate(good)]
+        answer = apply(client, bodies)
+        assert answer.status_code == status and answer.json["message"].startswith(named), (edits, answer.json)
+        assert db.session.scalar(select(func.count()).select_from(Schedule)) == 0
+        db.session.rollback()
+
+
+def test_the_quota_refuses_the_first_schedule_past_it_and_nothing_is_kept(app, client):
+    app.config["RECUR_MAX_SCHEDULES_PER_OWNER"] = 5
+    assert client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).status_code == 201
+    assert apply(client, hourly("held", 3)).status_code == 200
+    answer = apply(client, hourly("s", 4))
+    assert answer.status_code == 422, answer.json
+    assert answer.json["message"].startswith("schedules.create.2 (s2): "), answer.json
+    assert "3 of 5" in str(answer.json["errors"]), answer.json
+    assert db.session.scalar(select(func.count()).select_from(Schedule)) == 3
