@@ -1,5 +1,6 @@
-"""POST /apply/ makes its schedules in bulk (recur_server.services.create_many): a thousand schedules cost a
-few statements more than ten, not a statement or two each, and their links are in Redis after the commit.
+"""POST /apply/ and a declarations sync make their schedules in bulk (recur_server.services.create_many): a
+thousand schedules cost a few statements more than ten, not a statement or two each, and their links are in
+Redis after the commit.
 The refusals are those of one create after another: the first refused, in the file's order, is the one
 named, whether a timing, a workflow, a key or the quota refuses it, and nothing is kept."""
 
@@ -12,11 +13,15 @@ from typing import Any
 
 from sqlalchemy import event, func, select
 
+from harness import declared_tasks
+from harness.declaring import no_declarations  # noqa: F401  (autouse: no declaration left behind)
 from recur_server.auth.models import ScheduleEvent
 from recur_server.chain.ids import link_id
 from recur_server.chain.redis_links import scheduled_key
+from recur_server.declarations.sync import sync
 from recur_server.infra.extensions import db, get_queue, get_redis
 from recur_server.models import Schedule
+from recur_server.tasks import declarations
 from tests.conftest import authorized_client, token_for_app
 
 
@@ -91,3 +96,27 @@ def test_the_quota_refuses_the_first_schedule_past_it_and_nothing_is_kept(app, c
     assert answer.json["message"].startswith("schedules.create.2 (s2): "), answer.json
     assert "3 of 5" in str(answer.json["errors"]), answer.json
     assert db.session.scalar(select(func.count()).select_from(Schedule)) == 3
+
+
+def test_a_sync_of_many_declarations_makes_them_in_bulk(real_app):
+    def declare(count: int) -> None:
+        for i in range(count):
+            declarations.declare(declared_tasks.tick, {"cron": f"{i % 60} * * * *"}, key=f"d{i}")
+
+    declare(5)
+    with statements() as few:
+        assert sync(real_app).plan.count("create") == 5
+    declarations.forget()
+    declare(500)
+    with statements() as many:
+        assert sync(real_app).plan.count("create") == 495
+    # Before: about eight statements a declaration (its workflow, mark, checks, schedule, event), 4,000 in all.
+    # Each declaration's own workflow is still an INSERT of its own on SQLite (its RETURNING of many rows is not
+    # trusted to keep their order); PostgreSQL inserts them together.
+    own = "INSERT INTO workflows"
+    assert sum(many.values()) - many[own] <= sum(few.values()) - few[own] + 40, (few, many)
+    assert many[own] <= (495 if db.engine.dialect.name == "sqlite" else 5), many
+    ids = list(db.session.scalars(select(Schedule.id)))
+    db.session.rollback()
+    pending = set(get_redis().zrange(scheduled_key(get_queue()), 0, -1))
+    assert len(ids) == 500 and {link_id(ident, 0, 0).encode() for ident in ids} <= pending

@@ -3,6 +3,8 @@ recur_server.services.workflows), each recorded in the audit trail under the syn
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 from collections.abc import Callable, Iterator
 from datetime import datetime
 
@@ -17,11 +19,13 @@ from recur_server.infra import transaction
 from recur_server.infra.extensions import db
 from recur_server.models import Schedule, Workflow
 from recur_server.services import schedules, workflows
+from recur_server.services.create_many import create_many
 from recur_server.services.refusals import CHANGE_REFUSED
 from recur_server.tasks.declarations import DeclarationError
 from recur_server.timing.work import WorkExceeded
 
 IN_BATCH = 500  # names in one IN list
+CREATE_BATCH = 1000  # schedules made together; the sync's lock is renewed between batches
 
 
 def current_state(owner_id: int, keys: list[str]) -> dict[str, Current]:
@@ -79,11 +83,18 @@ def execute(plan: Plan, owner: Owner, now: datetime, after_step: Callable[[], No
     naming its key, and nothing of the sync is kept. `dry_run`: every step is carried out, with every check
     the real sync makes, and rolled back."""
     with audit.acting_as(owner.id, f"{owner.name} (declarations sync)"), transaction.whole(dry_run):
-        for step in plan.steps:
-            try:
-                _carry_out(step, owner, now)
-            except CHANGE_REFUSED as exc:  # the sync names the step and stops
-                raise DeclarationError(step.name, _errors(exc)) from exc
+        steps, done = plan.steps, 0
+        while done < len(steps):
+            creates = list(itertools.takewhile(lambda s: s.action == CREATE, steps[done:done + CREATE_BATCH]))
+            if creates:  # made together (recur_server.services.create_many)
+                _create_each(creates, owner.id, now)
+                done += len(creates)
+            else:
+                try:
+                    _carry_out(steps[done], owner, now)
+                except CHANGE_REFUSED as exc:  # the sync names the step and stops
+                    raise DeclarationError(steps[done].name, _errors(exc)) from exc
+                done += 1
             after_step()
 
 
@@ -95,9 +106,7 @@ def _errors(exc: Exception) -> dict[str, list[str]]:
 
 
 def _carry_out(step: Step, owner: Owner, now: datetime) -> None:
-    if step.action == CREATE:
-        _create(step, owner.id, now)
-    elif step.action in (UPDATE, RESUME):
+    if step.action in (UPDATE, RESUME):
         _update(step, now)
     elif step.action == PAUSE:
         assert step.target is not None
@@ -106,17 +115,28 @@ def _carry_out(step: Step, owner: Owner, now: datetime) -> None:
         _delete(step, owner.id, now)
 
 
-def _create(step: Step, owner_id: int, now: datetime) -> None:
-    """The workflow, the schedule and the key's mark, in the sync's transaction: a schedule sync made is never
-    left without its mark."""
-    workflow = Workflow(owner_id=owner_id, created_at=now, **step.workflow_body)
-    db.session.add(workflow)
-    if db.session.get(DeclaredKey, (owner_id, step.name)) is None:
-        db.session.add(DeclaredKey(owner_id=owner_id, key=step.name, created_at=now))
+def _create_each(steps: list[Step], owner_id: int, now: datetime) -> None:
+    """Each step's workflow, schedule and key's mark, in the sync's transaction: a schedule sync made is never
+    left without its mark. A refusal names its step."""
+    flows = [Workflow(owner_id=owner_id, created_at=now, **step.workflow_body) for step in steps]
+    db.session.add_all(flows)  # one INSERT each on SQLite (its RETURNING of many rows is not known to keep order)
+    names = [step.name for step in steps]
+    marked = {key for batch in _batches(sorted(names)) for key in db.session.scalars(
+        select(DeclaredKey.key).where((DeclaredKey.owner_id == owner_id) & DeclaredKey.key.in_(batch)))}
+    db.session.add_all(DeclaredKey(owner_id=owner_id, key=name, created_at=now) for name in names if name not in marked)
     db.session.flush()
-    created = schedules.create({**step.body, "key": step.name, "owner_id": owner_id,
-                                "workflow_id": workflow.id}, now)
-    step.target, step.workflow_id = created.id, workflow.id
+
+    @contextlib.contextmanager
+    def named(index: int) -> Iterator[None]:
+        try:
+            yield
+        except CHANGE_REFUSED as exc:  # the sync names the step and stops
+            raise DeclarationError(steps[index].name, _errors(exc)) from exc
+
+    made = create_many(owner_id, [{**step.body, "key": step.name, "workflow_id": flow.id}
+                                  for step, flow in zip(steps, flows, strict=True)], now, named)
+    for step, schedule, flow in zip(steps, made, flows, strict=True):
+        step.target, step.workflow_id = schedule.id, flow.id
 
 
 def _update(step: Step, now: datetime) -> None:

@@ -13,7 +13,7 @@ from flask import Flask, current_app
 from sqlalchemy import select
 
 from recur_server.auth.models import Owner
-from recur_server.declarations.execute import current_state, execute, missing_upstreams, owner_calendars
+from recur_server.declarations.execute import IN_BATCH, current_state, execute, missing_upstreams, owner_calendars
 from recur_server.declarations.lock import SyncLock
 from recur_server.declarations.plan import (
     CONFLICT,
@@ -103,16 +103,15 @@ def sync(app: Flask, dry_run: bool = False, prune: bool = False, once: bool = Fa
 def _task_warnings(plan: Plan, now: datetime) -> list[str]:
     """Of the schedules the sync made or changed, what their queue's live workers say of their tasks (a warning,
     not a refusal: the workers with a new module may be restarted after the sync)."""
-    workers_say = known_tasks.Warnings(now)
-    warnings: list[str] = []
-    for step in plan.steps:
-        if step.action not in (CREATE, UPDATE, RESUME) or step.target is None:
-            continue
-        schedule = db.session.get(Schedule, step.target)
-        if schedule is not None:
-            warnings += [f"{step.name}: {warning}" for warning in workers_say.of(schedule)]
+    keys = {step.target: step.name for step in plan.steps
+            if step.action in (CREATE, UPDATE, RESUME) and step.target is not None}
+    ids = sorted(keys)
+    rows = [row for offset in range(0, len(ids), IN_BATCH) for row in db.session.scalars(
+        select(Schedule).where(Schedule.id.in_(ids[offset:offset + IN_BATCH])).order_by(Schedule.id))]
+    said = known_tasks.Warnings(now).of_each(rows)
+    lines = [f"{keys[row.id]}: {warning}" for row, warnings in zip(rows, said, strict=True) for warning in warnings]
     db.session.rollback()
-    return warnings
+    return lines
 
 
 def sync_owner() -> Owner:
