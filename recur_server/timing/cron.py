@@ -54,6 +54,10 @@ class CronTiming:
             if candidate > instant:
                 return candidate
 
+    def minutes_of_day(self) -> frozenset[int]:
+        """The local minutes of the day (hour * 60 + minute) its runs can have."""
+        return frozenset(h * 60 + m for h in self.fields.hours for m in self.fields.minutes)
+
     def describe(self) -> str:
         """cron_descriptor's sentence in 24-hour format, e.g. "At 09:00, Monday through Friday"."""
         options = Options()

@@ -105,6 +105,13 @@ class RRuleTiming:
                 return candidate
         return None
 
+    def minutes_of_day(self) -> frozenset[int] | None:
+        """The local minutes of the day its runs can have; None for a rule of HOURLY or finer (any)."""
+        hours, minutes = self.rule._byhour, self.rule._byminute
+        if self.subdaily is not None or not hours or not minutes:
+            return None
+        return frozenset(h * 60 + m for h in hours for m in minutes)
+
     def describe(self) -> str:
         """A sentence built from FREQ/INTERVAL/BYxxx, e.g. "Every month on the last Monday through Friday"."""
         return describe_rrule(self.parts, utc_to_wall(self.anchor, self.tz))

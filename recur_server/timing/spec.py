@@ -68,6 +68,8 @@ class Spec:
         return moved < LATEST and self.constraints.allows(moved)
 
     def _search(self, cursor: datetime) -> datetime | None:
+        if self._outside_window():
+            return None  # decided at once: otherwise MAX_RULED_OUT candidates, seconds of dateutil for a rule
         begin = self.constraints.start_at
         if begin is not None and cursor < begin - _SECOND:
             cursor = begin - _SECOND  # nothing before start_at can fire: start looking there
@@ -85,6 +87,14 @@ class Spec:
                 return None
             cursor = jump - _SECOND
         return None
+
+    def _outside_window(self) -> bool:
+        """Whether every run the timing can make falls outside the window (its times of day, where the timing
+        knows them: a cron's, a daily or coarser rule's)."""
+        window = self.constraints.window
+        minutes = getattr(self.timing, "minutes_of_day", None)
+        known = minutes() if window is not None and minutes is not None else None
+        return known is not None and window is not None and window.never_reached(known)
 
     def describe(self) -> str:
         """Human-readable summary, e.g. "At 09:00, Monday through Friday (Europe/Berlin)"."""

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import time
 
 from .errors import TimingError
 
+# A local time that does not exist (a clock change skips it) runs at a later one: at most this much later in
+# any zone's rules (most changes are an hour; a few were two or three).
+CLOCK_CHANGE_MINUTES = 240
 _PATTERN = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 
 
@@ -37,6 +41,13 @@ class Window:
         if self.overnight:
             return clock >= self.start or clock < self.end
         return self.start <= clock < self.end
+
+    def never_reached(self, minutes_of_day: Iterable[int]) -> bool:
+        """Whether no run at these local minutes of the day (0-1439) can fall inside the window, nor one a
+        clock change moves up to CLOCK_CHANGE_MINUTES later (a local time that does not exist that day)."""
+        start = self.start.hour * 60 + self.start.minute
+        return not any(self.contains(time(m // 60, m % 60)) or (start - m) % 1440 <= CLOCK_CHANGE_MINUTES
+                       for m in minutes_of_day)
 
     def describe(self) -> str:
         """E.g. "only between 08:00 and 18:00"."""
