@@ -105,9 +105,10 @@ def _task_warnings(plan: Plan, now: datetime) -> list[str]:
     not a refusal: the workers with a new module may be restarted after the sync)."""
     keys = {step.target: step.name for step in plan.steps
             if step.action in (CREATE, UPDATE, RESUME) and step.target is not None}
-    ids = sorted(keys)
-    rows = [row for offset in range(0, len(ids), IN_BATCH) for row in db.session.scalars(
-        select(Schedule).where(Schedule.id.in_(ids[offset:offset + IN_BATCH])).order_by(Schedule.id))]
+    ids = list(keys)  # in the plan's order, which the warnings keep
+    found = {row.id: row for offset in range(0, len(ids), IN_BATCH) for row in db.session.scalars(
+        select(Schedule).where(Schedule.id.in_(ids[offset:offset + IN_BATCH])))}
+    rows = [found[ident] for ident in ids if ident in found]
     said = known_tasks.Warnings(now).of_each(rows)
     lines = [f"{keys[row.id]}: {warning}" for row, warnings in zip(rows, said, strict=True) for warning in warnings]
     db.session.rollback()
