@@ -17,6 +17,7 @@ from recur_server.declarations.marks import DeclaredKey
 from recur_server.declarations.plan import CREATE, DELETE, PAUSE, REMOVED_NOTE, RESUME, UPDATE, Current, Plan, Step
 from recur_server.infra import transaction
 from recur_server.infra.extensions import db
+from recur_server.infra.in_lists import in_batches
 from recur_server.models import Schedule, Workflow
 from recur_server.services import schedules, workflows
 from recur_server.services.create_many import create_many
@@ -24,7 +25,6 @@ from recur_server.services.refusals import CHANGE_REFUSED
 from recur_server.tasks.declarations import DeclarationError
 from recur_server.timing.work import WorkExceeded
 
-IN_BATCH = 500  # names in one IN list
 CREATE_BATCH = 1000  # schedules made together; the sync's lock is renewed between batches
 
 
@@ -34,7 +34,7 @@ def current_state(owner_id: int, keys: list[str]) -> dict[str, Current]:
     wanted = set(keys)
     rows: dict[str, Schedule] = {}
     names = sorted(declared | wanted)
-    for batch in _batches(names):
+    for batch in in_batches(names):
         rows.update((s.key, s) for s in db.session.scalars(select(Schedule).where(
             (Schedule.owner_id == owner_id) & Schedule.key.in_(batch))) if s.key is not None)
     flows = {w.id: w for w in db.session.scalars(select(Workflow).where(
@@ -64,16 +64,10 @@ def missing_upstreams(owner_id: int, refs: set[str]) -> set[str]:
 
 def _ids_and_keys(owner_id: int, refs: set[str], by_key: bool) -> Iterator[tuple[str, str | None]]:
     """(id, key) of the owner's schedules whose id (or, `by_key`, key) is one of `refs`."""
-    for batch in _batches(sorted(refs)):
+    for batch in in_batches(sorted(refs)):
         match = Schedule.id.in_(batch) | Schedule.key.in_(batch) if by_key else Schedule.id.in_(batch)
         yield from db.session.execute(select(Schedule.id, Schedule.key).where(  # rows are tuples
             (Schedule.owner_id == owner_id) & match))
-
-
-def _batches(names: list[str]) -> Iterator[list[str]]:
-    """`names` IN_BATCH at a time: an IN list a database takes whatever the count."""
-    for start in range(0, len(names), IN_BATCH):
-        yield names[start:start + IN_BATCH]
 
 
 def execute(plan: Plan, owner: Owner, now: datetime, after_step: Callable[[], None] = lambda: None,
@@ -121,7 +115,7 @@ def _create_each(steps: list[Step], owner_id: int, now: datetime) -> None:
     flows = [Workflow(owner_id=owner_id, created_at=now, **step.workflow_body) for step in steps]
     db.session.add_all(flows)  # one INSERT each on SQLite (its RETURNING of many rows is not known to keep order)
     names = [step.name for step in steps]
-    marked = {key for batch in _batches(sorted(names)) for key in db.session.scalars(
+    marked = {key for batch in in_batches(sorted(names)) for key in db.session.scalars(
         select(DeclaredKey.key).where((DeclaredKey.owner_id == owner_id) & DeclaredKey.key.in_(batch)))}
     db.session.add_all(DeclaredKey(owner_id=owner_id, key=name, created_at=now) for name in names if name not in marked)
     db.session.flush()

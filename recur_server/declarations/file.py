@@ -34,13 +34,13 @@ from recur_server.declarations.plan import (
     workflow_defaults,
 )
 from recur_server.infra.extensions import db
+from recur_server.infra.in_lists import in_batches
 from recur_server.models import Schedule, Workflow
 from recur_server.notify.models import Webhook
 from recur_server.services import apply as applying
 from recur_server.services.schedules import Invalid
 
 M = TypeVar("M", Workflow, Schedule, Calendar)
-IN_BATCH = 500  # names in one IN list
 PLURAL = {"workflow": "workflows", "webhook": "webhooks", "calendar": "calendars", "schedule": "schedules"}
 
 
@@ -94,10 +94,8 @@ class _Planner:
         return scoped(statement, model, self.owner_id).where(model.owner_id == self.owner_id)
 
     def _named(self, model: type[M], column: Any, names: set[str]) -> Iterator[M]:
-        ordered = sorted(names)
-        for start in range(0, len(ordered), IN_BATCH):
-            yield from db.session.scalars(self._owned(select(model), model)
-                                          .where(column.in_(ordered[start:start + IN_BATCH])))
+        for batch in in_batches(sorted(names)):
+            yield from db.session.scalars(self._owned(select(model), model).where(column.in_(batch)))
 
     def _workflows(self) -> list[Step]:
         specs = self.file.get("workflows") or []

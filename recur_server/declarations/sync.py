@@ -13,7 +13,7 @@ from flask import Flask, current_app
 from sqlalchemy import select
 
 from recur_server.auth.models import Owner
-from recur_server.declarations.execute import IN_BATCH, current_state, execute, missing_upstreams, owner_calendars
+from recur_server.declarations.execute import current_state, execute, missing_upstreams, owner_calendars
 from recur_server.declarations.lock import SyncLock
 from recur_server.declarations.plan import (
     CONFLICT,
@@ -32,6 +32,7 @@ from recur_server.declarations.plan import (
 from recur_server.declarations.wanted import wanted
 from recur_server.infra import clock
 from recur_server.infra.extensions import db, get_redis
+from recur_server.infra.in_lists import in_batches
 from recur_server.models import Schedule
 from recur_server.services import known_tasks
 from recur_server.tasks.declarations import DeclarationError, settle
@@ -106,8 +107,8 @@ def _task_warnings(plan: Plan, now: datetime) -> list[str]:
     keys = {step.target: step.name for step in plan.steps
             if step.action in (CREATE, UPDATE, RESUME) and step.target is not None}
     ids = list(keys)  # in the plan's order, which the warnings keep
-    found = {row.id: row for offset in range(0, len(ids), IN_BATCH) for row in db.session.scalars(
-        select(Schedule).where(Schedule.id.in_(ids[offset:offset + IN_BATCH])))}
+    found = {row.id: row for batch in in_batches(ids)
+             for row in db.session.scalars(select(Schedule).where(Schedule.id.in_(batch)))}
     rows = [found[ident] for ident in ids if ident in found]
     said = known_tasks.Warnings(now).of_each(rows)
     lines = [f"{keys[row.id]}: {warning}" for row, warnings in zip(rows, said, strict=True) for warning in warnings]

@@ -1,9 +1,9 @@
 """Many schedules of one owner made in the caller's transaction (an apply, a sync): each the row
 recur_server.services.schedules.create makes, after the same checks with the same refusals, but with the
 database read and written per batch, not per schedule. Their workflows, calendars and keys are read in one
-query per IN_BATCH, the owner's quota once, the rows and their events written in one flush, and their links
-put together after the commit (one Lua call per thousand). A schedule that follows another (`after`) reads
-what it follows on its own, as `create` does.
+query per IN_BATCH (recur_server.infra.in_lists), the owner's quota once, the rows and their events written in
+one flush, and their links put together after the commit (one Lua call per thousand). A schedule that follows
+another (`after`) reads what it follows on its own, as `create` does.
 
 `step(index)` is the frame around each schedule's checks: the caller's way of naming the schedule a refusal
 is about (an apply answers `schedules.create.N`).
@@ -26,12 +26,11 @@ from recur_server.chain.handoff import hand_off_plans
 from recur_server.chain.planning import link_plan
 from recur_server.infra import transaction
 from recur_server.infra.extensions import db, get_redis
+from recur_server.infra.in_lists import in_batches
 from recur_server.models import Schedule, Workflow
 from recur_server.services import quotas, schedules
 
 log = logging.getLogger(__name__)
-
-IN_BATCH = 500  # ids or keys in one IN list
 
 Step = Callable[[int], AbstractContextManager[None]]
 
@@ -98,12 +97,8 @@ def _write(made: list[Schedule], written: int, upto: int) -> int:
 def _owned(column: Any, value: Any, owner_id: int, wanted: Iterable[Any]) -> list[tuple[Any, Any]]:
     """(column, value) of the owner's rows whose `column` is among `wanted`, IN_BATCH at a time."""
     model = column.class_
-    wanted = sorted(wanted)
-    rows: list[tuple[Any, Any]] = []
-    for offset in range(0, len(wanted), IN_BATCH):
-        rows += [tuple(row) for row in db.session.execute(select(column, value).where(
-            (model.owner_id == owner_id) & column.in_(wanted[offset:offset + IN_BATCH])))]
-    return rows
+    return [tuple(row) for batch in in_batches(sorted(wanted)) for row in db.session.execute(
+        select(column, value).where((model.owner_id == owner_id) & column.in_(batch)))]
 
 
 def _hand_off(made: list[Schedule]) -> None:

@@ -13,9 +13,8 @@ from sqlalchemy import select
 
 from recur_server.infra import worker_beats
 from recur_server.infra.extensions import db, get_redis
+from recur_server.infra.in_lists import in_batches
 from recur_server.models import Schedule, Workflow
-
-IN_BATCH = 500  # workflow ids in one IN list
 
 
 def warnings_for(schedule: Schedule, now: datetime) -> list[str]:
@@ -35,11 +34,9 @@ class Warnings:
         self._tasks: dict[int, str] = {}
 
     def of_each(self, schedules: list[Schedule]) -> list[list[str]]:
-        """`of` each schedule, their workflows' tasks read in one query per IN_BATCH."""
-        wanted = sorted({s.workflow_id for s in schedules} - set(self._tasks))
-        for offset in range(0, len(wanted), IN_BATCH):
-            self._tasks.update(_read(select(Workflow.id, Workflow.task).where(
-                Workflow.id.in_(wanted[offset:offset + IN_BATCH]))))
+        """`of` each schedule, their workflows' tasks read in one query per IN_BATCH (infra.in_lists)."""
+        for batch in in_batches(sorted({s.workflow_id for s in schedules} - set(self._tasks))):
+            self._tasks.update(_read(select(Workflow.id, Workflow.task).where(Workflow.id.in_(batch))))
         return [self.of(schedule) for schedule in schedules]
 
     def of(self, schedule: Schedule) -> list[str]:
