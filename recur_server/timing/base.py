@@ -22,6 +22,10 @@ class Timing(Protocol):
         """First nominal UTC instant strictly after the UTC `instant`, or None if there is none."""
         ...
 
+    def minutes_of_day(self) -> frozenset[int] | None:
+        """The local minutes of the day (hour * 60 + minute) its runs can have; None when not fixed."""
+        ...
+
     def describe(self) -> str:
         """Human-readable sentence for the timing alone."""
         ...

@@ -54,6 +54,11 @@ class IntervalTiming:
         steps = (instant - self.anchor) // step + 1  # floor division of timedeltas: exact, negative too
         return self.anchor + steps * step
 
+    def minutes_of_day(self) -> None:
+        """Not given: a grid of seconds moves through the day; a whole-day one keeps its wall time, but is not
+        worked out here (its search stays the full one)."""
+        return None
+
     def _next_local(self, instant: datetime) -> datetime:
         """Whole-day grid: step local dates from the anchor's wall time, map each slot to UTC."""
         days = self.whole_days

@@ -20,6 +20,10 @@ class AtTiming:
         """`at` while it is still strictly after `instant`, then None."""
         return self.at if self.at > instant else None
 
+    def minutes_of_day(self) -> None:
+        """Not asked: one run, which the search finds in one step."""
+        return None
+
     def describe(self) -> str:
         """E.g. "Once at 2026-12-01T08:00:00Z"."""
         return f"Once at {iso(self.at, 'seconds')}"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 from zoneinfo import ZoneInfo
 
 from . import work
@@ -68,7 +69,7 @@ class Spec:
         return moved < LATEST and self.constraints.allows(moved)
 
     def _search(self, cursor: datetime) -> datetime | None:
-        if self._outside_window():
+        if self._outside_window:
             return None  # decided at once: otherwise MAX_RULED_OUT candidates, seconds of dateutil for a rule
         begin = self.constraints.start_at
         if begin is not None and cursor < begin - _SECOND:
@@ -88,13 +89,15 @@ class Spec:
             cursor = jump - _SECOND
         return None
 
+    @cached_property
     def _outside_window(self) -> bool:
         """Whether every run the timing can make falls outside the window (its times of day, where the timing
-        knows them: a cron's, a daily or coarser rule's)."""
+        knows them: a cron's, a daily or coarser rule's). Once per Spec: planning.spec_of keeps them."""
         window = self.constraints.window
-        minutes = getattr(self.timing, "minutes_of_day", None)
-        known = minutes() if window is not None and minutes is not None else None
-        return known is not None and window is not None and window.never_reached(known)
+        if window is None:
+            return False
+        minutes = self.timing.minutes_of_day()
+        return minutes is not None and window.never_reached(minutes)
 
     def describe(self) -> str:
         """Human-readable summary, e.g. "At 09:00, Monday through Friday (Europe/Berlin)"."""
