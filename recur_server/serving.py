@@ -29,8 +29,8 @@ from typing import Any
 from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
 
-from recur_server.api.errors import RequestDeadline
 from recur_server.infra.config import Settings
+from recur_server.infra.request_deadline import RequestDeadline
 from recur_server.infra.threads import start_daemon
 
 log = logging.getLogger("recur.serving")

@@ -15,6 +15,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from recur_server.calendars.expansion import CalendarInvalid
 from recur_server.infra.extensions import db
+from recur_server.infra.request_deadline import RequestDeadline
 from recur_server.schemas.errors import field_errors
 from recur_server.services import apply, calendars, owners, quotas, schedules, webhooks
 from recur_server.services.outside_runs import requests
@@ -84,11 +85,6 @@ def _in_step(exc: apply.StepRefused) -> ApiError:
     return ApiError(inner.status, inner.code, f"{exc.label}: {inner.message} Nothing of the apply was kept.",
                     {f"{exc.where}.{name}": messages for name, messages in inner.errors.items()}
                     or {exc.where: [inner.message]})
-
-
-class RequestDeadline(Exception):  # noqa: N818 - named for what happened, as TimeoutError is
-    """Raised inside a request's thread by the web worker's watchdog (recur_server.serving) when the request has run
-    past RECUR_REQUEST_DEADLINE_SECONDS."""
 
 
 def init_app(app: Flask) -> None:
