@@ -1,10 +1,12 @@
 """The layout holds: every module of recur_server/ is in a layer of the import contract, docs/architecture.md draws
-the same layers, and no source file outgrows 400 lines (migrations aside)."""
+the same layers, no source file outgrows 400 lines (migrations aside), and gunicorn's master imports nothing of
+the server."""
 
 from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -56,3 +58,14 @@ def test_no_source_file_is_over_400_lines():
     files = [f for f in tracked.stdout.split() if not f.startswith("migrations/")]
     long = {f: n for f in files if (ROOT / f).exists() and (n := len((ROOT / f).read_text().splitlines())) > MAX_LINES}
     assert long == {}, f"over {MAX_LINES} lines (split by concept): {long}"
+
+
+def test_gunicorns_master_imports_nothing_of_the_server():
+    """gunicorn's master reads Recur's settings (recur_server.processes.gunicorn_conf) and its worker class
+    (recur_server.serving), then only forks and watches web processes, which import the app themselves. A master
+    that imported the server too took 1.3 s of CPU to start, once more for every stack a test starts."""
+    heavy = ["flask", "sqlalchemy", "redis", "recur_server.factory", "recur_server.api", "recur_server.notify.watch"]
+    code = ("import sys, recur_server.processes.gunicorn_conf, recur_server.serving; "
+            f"print(' '.join(m for m in {heavy!r} if m in sys.modules))")
+    imported = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert imported.stdout.split() == []
