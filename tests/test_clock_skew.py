@@ -26,6 +26,7 @@ from redis import Redis
 from harness.faketime import faketime_env
 from harness.servers import Process, RedisServer, start_worker, wait_for
 from harness.stack import parse_instant, serve_api
+from harness.tick_grid import covered_ticks, lost_ticks
 from recur_server.workers.background import RECONCILE_LOCK
 
 pytestmark = pytest.mark.integration
@@ -59,23 +60,24 @@ def tally(schedule: dict[str, Any], runs: list[dict[str, Any]], created: tuple[d
         out.problems.append(f"first tick {first} planned from a 'now' outside its creation {created}")
     slots = [first + interval * k for k in range(10_000) if first + interval * k <= until]
     out.expected = len(slots)
-    ran = {parse_instant(r["scheduled_for"]) for r in runs}
+    ran = covered_ticks(runs, interval)  # a run's own tick, or each tick a policy's row stands for
     out.lost = sum(1 for slot in slots if slot not in ran)
     # A tick not run is a row of its own (a reason, ticks, no repeat number): counted in `ran` above, not a link.
     # On a loaded machine a 1 s schedule's link may start more than a tick late, and its catch-up policy
-    # (skip) then records the tick it passed over as missed: the grid still has one row a tick, and the chain's
-    # links still follow one another. Each tick has one row (the first attempt's), one interval after the last.
-    ticks = sorted(parse_instant(r["scheduled_for"]) for r in runs if not r["retry_number"])
-    for before, after in zip(ticks, ticks[1:], strict=False):
-        if after - before != interval:
-            out.problems.append(f"ticks {before} and {after} are {after - before} apart")
+    # (skip) then records the ticks it passed over as missed (one row for `ticks` of them): the grid still has
+    # every tick accounted for, each once, and the chain's links still follow one another.
+    for problem in lost_ticks(ran, interval):
+        out.problems.append(f"tick {problem} has no row")
+    own = [parse_instant(r["scheduled_for"]) for r in runs if not r["retry_number"]]
+    if len(own) != len(set(own)):
+        out.problems.append("a tick has two rows")
     links = sorted((r for r in runs if r["reason"] is None), key=lambda r: (r["repeat_number"], r["retry_number"]))
     for before, after in zip(links, links[1:], strict=False):
         if parse_instant(after["scheduled_for"]) < parse_instant(before["scheduled_for"]):
             out.problems.append(f"link n{after['repeat_number']} is for a tick before n{before['repeat_number']}'s")
-    in_window = [r for r in runs if parse_instant(r["scheduled_for"]) <= until]
+    in_window = [tick for tick in ran if tick <= until]
     if abs(len(in_window) - len(slots)) > 1:
-        out.problems.append(f"{len(in_window)} runs in a window of {len(slots)} ticks")
+        out.problems.append(f"{len(in_window)} ticks accounted for in a window of {len(slots)} ticks")
     for run in runs:
         # Early by the cluster clock: when the task itself began (it reads Redis TIME), or the start recorded.
         nominal, recorded = parse_instant(run["scheduled_for"]), parse_instant(run["started_at"])
