@@ -26,7 +26,7 @@ from redis import Redis
 from harness.faketime import faketime_env
 from harness.servers import Process, RedisServer, start_worker, wait_for
 from harness.stack import parse_instant, serve_api
-from harness.tick_grid import covered_ticks, lost_ticks
+from harness.tick_grid import covered_ticks, lost_ticks, off_grid
 from recur_server.workers.background import RECONCILE_LOCK
 
 pytestmark = pytest.mark.integration
@@ -62,12 +62,14 @@ def tally(schedule: dict[str, Any], runs: list[dict[str, Any]], created: tuple[d
     out.expected = len(slots)
     ran = covered_ticks(runs, interval)  # a run's own tick, or each tick a policy's row stands for
     out.lost = sum(1 for slot in slots if slot not in ran)
-    # A tick not run is a row of its own (a reason, ticks, no repeat number): counted in `ran` above, not a link.
-    # On a loaded machine a 1 s schedule's link may start more than a tick late, and its catch-up policy
-    # (skip) then records the ticks it passed over as missed (one row for `ticks` of them): the grid still has
-    # every tick accounted for, each once, and the chain's links still follow one another.
+    # A tick not run is a row of its own (a reason, ticks, no repeat number), not a link. On a loaded machine
+    # a 1 s schedule's link may start more than a tick late, and its catch-up policy (skip) then records the
+    # ticks it passed over as missed (one row for `ticks` of them): every tick of the grid is still accounted
+    # for, each once and none off the grid, and the chain's links still follow one another.
     for problem in lost_ticks(ran, interval):
         out.problems.append(f"tick {problem} has no row")
+    for problem in off_grid(ran, interval):
+        out.problems.append(f"tick {problem} is off the schedule's grid")
     own = [parse_instant(r["scheduled_for"]) for r in runs if not r["retry_number"]]
     if len(own) != len(set(own)):
         out.problems.append("a tick has two rows")
