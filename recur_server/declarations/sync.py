@@ -75,20 +75,23 @@ def sync(app: Flask, dry_run: bool = False, prune: bool = False, once: bool = Fa
     Raises DeclarationError for a declaration the API would refuse, SyncError when it cannot run."""
     with app.app_context():
         try:
-            owner = sync_owner()
             now = clock.utcnow()
             declarations = wanted(settle(), now)
             if dry_run:  # every step carried out, with the real sync's checks, and rolled back
+                owner = sync_owner()
                 plan = _plan(owner, declarations, prune)
                 execute(plan, owner, now, dry_run=True)
                 return Outcome(plan, dry_run=True)
-            digest = hashlib.sha256(json.dumps(
-                [owner.id, prune, [[w.key, w.schedule, w.workflow] for w in declarations]],
-                sort_keys=True, default=str).encode()).hexdigest()
+            # The lock before the first read: a process waiting for it must hold no transaction, which on
+            # SQLite (BEGIN IMMEDIATE) is the write lock the holder needs to sync.
             lock = SyncLock(get_redis())
             if not lock.acquire(LOCK_WAIT_SECONDS):
                 raise SyncError(f"another process has held the sync lock for {LOCK_WAIT_SECONDS:g} s")
             try:
+                owner = sync_owner()
+                digest = hashlib.sha256(json.dumps(
+                    [owner.id, prune, [[w.key, w.schedule, w.workflow] for w in declarations]],
+                    sort_keys=True, default=str).encode()).hexdigest()
                 if once and lock.synced_already(digest):
                     return Outcome(None, False, "another process synced these declarations already")
                 plan = _plan(owner, declarations, prune)
