@@ -40,7 +40,7 @@ def server(options: tuple[str, ...]) -> None:
 @click.argument("options", nargs=-1, type=click.UNPROCESSED)
 def worker(options: tuple[str, ...]) -> None:
     """Run one worker: OPTIONS are the worker's (recur worker --help)."""
-    _become("-m", "recur_server.processes.worker", *options)
+    _become("-m", "recur.worker", *options)
 
 
 @click.command("manage", context_settings=_PASS_ON)

@@ -9,7 +9,7 @@ from flask import Flask, g
 from recur_server import console, metrics
 from recur_server.api import document, errors
 from recur_server.calendars import models as calendar_models  # noqa: F401  (registers the table)
-from recur_server.cli import commands, declarations, owners
+from recur_server.cli import commands, declarations, migrations, owners
 from recur_server.infra import clock, extensions, logs
 from recur_server.infra.config import INSTANCE_DIR, SettingError, Settings, flask_config
 from recur_server.notify import guard
@@ -43,6 +43,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     commands.init_app(app)
     owners.init_app(app)
     declarations.init_app(app)
+    migrations.init_app(app)
     metrics.init_app(app)
     console.init_app(app)
     return app

@@ -9,6 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from harness.tokens import authorized_client, new_owner_token
 from recur_server import create_app
 from recur_server.infra.extensions import db
+from recur_server.services import schema
 
 
 def _create(client, workflow_id: int, **fields):  # type: ignore[no-untyped-def]
@@ -55,9 +56,6 @@ def test_a_key_is_a_short_name_without_spaces(client, key):
 
 
 def test_schedules_from_before_keys_have_none_and_the_database_keeps_keys_unique(database_url: str) -> None:
-    from flask_migrate import upgrade
-
-    from recur_server.infra.extensions import MIGRATIONS_DIR
 
     app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     insert = (
@@ -68,7 +66,7 @@ def test_schedules_from_before_keys_have_none_and_the_database_keeps_keys_unique
         "'2026-01-01 00:00:00', false, true, 'UTC', 0, 0{values})")
     with app.app_context():
         try:
-            upgrade(directory=MIGRATIONS_DIR, revision="0003")
+            schema.upgrade("0003")
             with db.engine.begin() as conn:
                 conn.execute(text("INSERT INTO owners (id, name, is_admin, created_at) "
                                   "VALUES (2, 'bob', false, '2026-01-01 00:00:00')"))
@@ -76,7 +74,7 @@ def test_schedules_from_before_keys_have_none_and_the_database_keeps_keys_unique
                                   "VALUES (7, 'old', 'builtin.noop', 1, '2026-01-01 00:00:00')"))
                 conn.execute(text(insert.format(extra="", values="")),
                              {"id": "00000000-0000-0000-0000-000000000001", "owner": 1})
-            upgrade(directory=MIGRATIONS_DIR)
+            schema.upgrade()
             keyed = text(insert.format(extra=", key", values=", :key"))
             with db.engine.begin() as conn:
                 assert conn.execute(text("SELECT key FROM scheduled_jobs")).scalars().all() == [None]

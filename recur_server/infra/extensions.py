@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app
-from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from redis import Redis
 from redis.backoff import ExponentialBackoff
@@ -34,7 +33,6 @@ class Base(DeclarativeBase):
 # expiry, the first read after a commit reloaded the row in a new transaction, which on SQLite
 # (BEGIN IMMEDIATE) held the write lock through the hand-off to Redis and the response.
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
-migrate = Migrate()
 
 MIGRATIONS_DIR = str(Path(__file__).resolve().parents[1] / "migrations")  # in the package: a wheel carries them
 
@@ -48,7 +46,6 @@ def init_app(app: Flask) -> None:
     app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(app.config["SQLALCHEMY_DATABASE_URI"],
                                                              app.config.get("SQLALCHEMY_ENGINE_OPTIONS"))
     db.init_app(app)
-    migrate.init_app(app, db, directory=MIGRATIONS_DIR, compare_type=True)
     with app.app_context():
         engine = db.engine
         if engine.dialect.name == "sqlite":

@@ -68,9 +68,11 @@ class PerJobAtDebug(logging.Filter):
 
 
 def configure(log_format: str) -> None:
-    """Set the root logger's one handler (a worker, the web and the CLI all call create_app), and RQ's per-job
-    lines at DEBUG."""
+    """Set the root logger's one handler (a worker, the web and the CLI all call create_app), RQ's per-job lines
+    at DEBUG, and Alembic's setup lines left out."""
     rq_worker = logging.getLogger("rq.worker")
+    # Alembic, loaded when a process migrates (after this), says at INFO which of its own plugins it set up.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     if not any(isinstance(f, PerJobAtDebug) for f in rq_worker.filters):
         rq_worker.addFilter(PerJobAtDebug())
     root = logging.getLogger()

@@ -7,6 +7,7 @@ recur.host_metrics)."""
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import Any
 
@@ -24,6 +25,11 @@ def on_starting(server: Any) -> None:
     fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 
 
+def post_fork(server: Any, worker: Any) -> None:
+    """A new web process holds the collector while it imports the app (recur.starting says why)."""
+    gc.disable()
+
+
 def post_worker_init(worker: Any) -> None:
     """Each web process also delivers webhooks and watches for late schedules (recur_server.notify.watch): with
     every worker gone, the web processes still notice that runs stopped happening and say so. Imported here, in
@@ -32,3 +38,5 @@ def post_worker_init(worker: Any) -> None:
     from recur_server.notify.watch import start_thread
 
     start_thread(worker.wsgi)
+    gc.freeze()  # the app as made lives as long as the process: out of the collector's passes (recur.starting)
+    gc.enable()

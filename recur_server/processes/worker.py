@@ -94,10 +94,11 @@ def main() -> None:
         except OSError as exc:  # another worker of this host serves them (the directory is the host's)
             log.warning("metrics port %s not served here (%s)", app.config["RECUR_METRICS_PORT"], exc)
 
-    if not args.simple:
-        # Everything allocated so far is left out of the collector's passes: a work process's collections
-        # then stop touching (and copying) the pages the parent's objects live on.
-        gc.freeze()
+    # Everything allocated so far is left out of the collector's passes, and the collector, held while the
+    # worker started (recur.starting), runs again: a work process's collections then stop touching (and
+    # copying) the pages the parent's objects live on.
+    gc.freeze()
+    gc.enable()
     concurrency = default_concurrency(
         args.concurrency if args.concurrency is not None else app.config["RECUR_WORKER_CONCURRENCY"])
 

@@ -3,13 +3,9 @@ wsgi.py)."""
 
 from __future__ import annotations
 
-import functools
 import time
 
-from alembic.config import Config
-from alembic.script import ScriptDirectory
-from flask import Flask
-from flask_migrate import upgrade
+from flask import Flask, current_app
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError
 
@@ -18,6 +14,12 @@ from recur_server.infra import extensions
 
 # An arbitrary constant that names Recur's schema-migration lock among PostgreSQL advisory locks.
 SCHEMA_LOCK_KEY = 0x5245_4355  # "RECU"
+# The newest migration of this version (recur_server/migrations/versions), which every process compares the
+# database's with as it starts. Written here rather than read from the migrations, because reading them loads
+# Alembic (with Mako and Pygments: 0.12 s of CPU, an eighth of a process's start) in every web and worker process,
+# which needs it only when the schema is behind. A new migration changes it; tests/test_migrations.py fails until
+# it is Alembic's head.
+HEAD_REVISIONS = frozenset({"0027"})
 
 
 def ensure_schema(app: Flask, attempts: int = 20) -> None:
@@ -33,12 +35,12 @@ def ensure_schema(app: Flask, attempts: int = 20) -> None:
                     with engine.connect() as conn:
                         conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
                         try:
-                            upgrade(directory=extensions.MIGRATIONS_DIR)
+                            upgrade()
                         finally:
                             conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
                             conn.commit()
                 else:
-                    upgrade(directory=extensions.MIGRATIONS_DIR)
+                    upgrade()
                 return
             except (OperationalError, IntegrityError, ProgrammingError):
                 extensions.db.session.remove()
@@ -47,12 +49,31 @@ def ensure_schema(app: Flask, attempts: int = 20) -> None:
                 time.sleep(0.1 * (attempt + 1))
 
 
-@functools.cache
-def head_revisions() -> frozenset[str]:
-    """The newest migration(s) of this version's migrations directory (read once per process)."""
+def alembic_heads() -> frozenset[str]:
+    """The newest migration(s) of the migrations directory, as Alembic reads them (loading every migration)."""
+    from alembic.config import Config  # here, not at import: see HEAD_REVISIONS
+    from alembic.script import ScriptDirectory
+
     config = Config()
     config.set_main_option("script_location", extensions.MIGRATIONS_DIR)
     return frozenset(ScriptDirectory.from_config(config).get_heads())
+
+
+def use_migrations(app: Flask) -> None:
+    """Flask-Migrate on `app` (its `flask db` commands and its upgrade), registered when first needed: importing
+    it imports Alembic, which a process whose database is at HEAD_REVISIONS never needs."""
+    if "migrate" not in app.extensions:
+        from flask_migrate import Migrate  # here, not at import: see HEAD_REVISIONS
+
+        Migrate(app, extensions.db, directory=extensions.MIGRATIONS_DIR, compare_type=True)
+
+
+def upgrade(revision: str = "head") -> None:
+    """The current app's database brought to `revision` by its migrations (Flask-Migrate's upgrade)."""
+    use_migrations(current_app)
+    from flask_migrate import upgrade as migrate_upgrade  # here, not at import: see HEAD_REVISIONS
+
+    migrate_upgrade(directory=extensions.MIGRATIONS_DIR, revision=revision)
 
 
 def at_head(engine: Engine) -> bool:
@@ -62,4 +83,4 @@ def at_head(engine: Engine) -> bool:
             current = frozenset(conn.execute(text("SELECT version_num FROM alembic_version")).scalars())
     except DBAPIError:  # no alembic_version table: a new database
         return False
-    return current == head_revisions()
+    return current == HEAD_REVISIONS
