@@ -20,16 +20,27 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for(condition: Callable[[], T], timeout: float = 10.0, interval: float = 0.05, what: str = "") -> T:
-    """Poll `condition` until it returns something truthy; fail with `what` after `timeout` seconds."""
+FIRST_PAUSE, LONGEST_PAUSE = 0.05, 0.25  # wait_for's pauses between polls, unless a test gives its own
+
+
+def wait_for(condition: Callable[[], T], timeout: float = 10.0, interval: float | None = None,
+             what: str = "") -> T:
+    """Poll `condition` until it returns something truthy; fail with `what` after `timeout` seconds. Between
+    polls it pauses `interval` seconds, or by default FIRST_PAUSE growing by half each poll up to LONGEST_PAUSE:
+    a condition met soon is seen soon, and a wait of many seconds does not ask the processes it polls (most
+    conditions are API requests) twenty times a second, which on a machine running the suite's shards side by
+    side is CPU taken from the processes the tests wait on."""
     deadline = time.monotonic() + timeout
+    pause = FIRST_PAUSE if interval is None else interval
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
-        time.sleep(interval)
+        time.sleep(pause)
+        if interval is None:
+            pause = min(pause * 1.5, LONGEST_PAUSE)
 
 
 class Tls:
