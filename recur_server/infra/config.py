@@ -96,8 +96,8 @@ class Settings:
     RECUR_WEBHOOK_BACKOFF_MAX_SECONDS: float = setting(3600.0, "the longest wait between a webhook's attempts")
     RECUR_WEBHOOK_CONCURRENCY: int = setting(8, "deliveries one process sends at once; one owner may hold at "
                                              "most half", at_least=1)
-    RECUR_WATCH_SECONDS: float = setting(1.0, "how often every process looks for due deliveries and (one at "
-                                         "a time) for late schedules")
+    RECUR_WATCH_SECONDS: float = setting(1.0, "how often every process looks for due deliveries, and how "
+                                         "often one of them looks for late schedules")
     RECUR_OVERDUE_AFTER_SECONDS: float = setting(60.0, "an active schedule whose next run is past by more than "
                                                  "this is overdue (its alert_after_seconds, if set, instead)")
     RECUR_WORKER_GRACE_SECONDS: float = setting(15.0, "a worker whose last beat is older is gone; a queue with "

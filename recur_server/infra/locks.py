@@ -34,6 +34,12 @@ class ClusterLock(Lock):
         except LockNotOwnedError:
             raise LockLost(f"the lock {self.name} lapsed and another process may hold it") from None
 
+    def keep_for(self, seconds: float) -> None:
+        """Hold the lock `seconds` more from now instead of letting it go (a pass done once a period, whichever
+        process comes first); a lock that lapsed is left to whoever holds it now."""
+        with contextlib.suppress(LockNotOwnedError):
+            self.extend(seconds, replace_ttl=True)
+
     def release_if_ours(self) -> None:
         """Delete the key if it still holds our token; a lock that lapsed is left to whoever holds it now."""
         with contextlib.suppress(LockNotOwnedError):
