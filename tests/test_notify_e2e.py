@@ -3,6 +3,7 @@ real redis-server and a real HTTP receiver that checks each signature with its o
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from datetime import datetime
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.integration
 # How long a late schedule is watched after its schedule.missed arrived, to see no second one sent: eight
 # watch passes (RECUR_WATCH_SECONDS is 0.5 here), each of which would send another if it were one per check.
 NO_REPEAT_SECONDS = 4.0
+CLAIM_WAIT_SECONDS = 0.5  # a claim stamped before it waited for a probe's finish to commit
 
 
 @pytest.fixture
@@ -114,7 +116,12 @@ def test_signed_events_breaker_and_a_receiver_that_was_down(stack: Stack, receiv
     assert all((parse_instant(half["at"]) - parse_instant(o["at"])).total_seconds() >= 5
                for o, half in zip(opened, halves, strict=False))
 
-    # while open, ticks were skipped; each half-open period let exactly one run through
+    # while open, ticks were skipped; each half-open period let exactly one run through: the probe it names.
+    # A run's started_at is its claim's time, taken before the claim waits for the database (on SQLite, the
+    # write lock): a link stamped in the last moments of a half-open period that ended in `closed` may have
+    # waited for the probe's finish to commit and then, rightly, found the breaker closed. Such a run is let
+    # pass only that close to a close; after a probe that failed (back to open) no other run may start at all.
+    # (That the breaker admits one probe only is tests/test_notify_units.py's, with literal times.)
     runs = [r for i in ids for r in api.runs(i)]
     skipped = [r for r in runs if r["reason"] == "breaker"]
     assert skipped
@@ -123,7 +130,12 @@ def test_signed_events_breaker_and_a_receiver_that_was_down(stack: Stack, receiv
         after = next((h for h in state["history"] if parse_instant(h["at"]) > began), None)
         end = parse_instant(after["at"]) if after else datetime.max.replace(tzinfo=began.tzinfo)
         started = [r for r in runs if r["reason"] is None and began <= parse_instant(r["started_at"]) < end]
-        assert len(started) == 1, (half, started)
+        probe = re.search(r"run (\S+) probes", half["reason"])
+        assert probe is not None and probe.group(1) in {r["id"] for r in started}, (half, started)
+        others = [r for r in started if r["id"] != probe.group(1)]
+        assert not others or (after is not None and after["to"] == "closed" and all(
+            (end - parse_instant(r["started_at"])).total_seconds() <= CLAIM_WAIT_SECONDS for r in others)), \
+            (half, started)
 
     api.ok("POST", f"/api/v1/workflows/{flow['id']}/breaker/reset/")  # by hand, recorded with who did it
     assert api.ok("GET", f"/api/v1/workflows/{flow['id']}/breaker/")["history"][-1]["by"].startswith("admin")
