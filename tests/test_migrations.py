@@ -56,7 +56,6 @@ def test_the_reconcilers_walk_uses_the_status_id_index(migrated: Flask) -> None:
 
 
 def test_rows_from_before_owners_belong_to_the_first_admin(empty_database_url: str) -> None:
-
     app = create_app({"TESTING": True, "DATABASE_URL": empty_database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     with app.app_context():
         try:
@@ -81,7 +80,6 @@ def test_rows_from_before_owners_belong_to_the_first_admin(empty_database_url: s
 
 
 def test_schedules_from_before_on_exhausted_keep_dying_when_retries_run_out(empty_database_url: str) -> None:
-
     app = create_app({"TESTING": True, "DATABASE_URL": empty_database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     with app.app_context():
         try:

@@ -56,7 +56,6 @@ def test_a_key_is_a_short_name_without_spaces(client, key):
 
 
 def test_schedules_from_before_keys_have_none_and_the_database_keeps_keys_unique(database_url: str) -> None:
-
     app = create_app({"TESTING": True, "DATABASE_URL": database_url, "REDIS_URL": "redis://127.0.0.1:1/0"})
     insert = (
         "INSERT INTO scheduled_jobs (id, name, workflow_id, owner_id, interval_seconds, total_repeats, max_retries, "

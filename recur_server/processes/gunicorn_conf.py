@@ -7,10 +7,10 @@ recur.host_metrics)."""
 
 from __future__ import annotations
 
-import gc
 import os
 from typing import Any
 
+from recur.starting import started, starting
 from recur_server.infra.metrics_files import fold_ended
 
 worker_class = "recur_server.serving.JsonErrorWorker"
@@ -26,8 +26,9 @@ def on_starting(server: Any) -> None:
 
 
 def post_fork(server: Any, worker: Any) -> None:
-    """A new web process holds the collector while it imports the app (recur.starting says why)."""
-    gc.disable()
+    """A new web process starts as every Recur process does (recur.starting): the collector held while it imports
+    the app."""
+    starting()
 
 
 def post_worker_init(worker: Any) -> None:
@@ -38,5 +39,4 @@ def post_worker_init(worker: Any) -> None:
     from recur_server.notify.watch import start_thread
 
     start_thread(worker.wsgi)
-    gc.freeze()  # the app as made lives as long as the process: out of the collector's passes (recur.starting)
-    gc.enable()
+    started()

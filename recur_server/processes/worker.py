@@ -12,7 +12,6 @@ reconciles every few seconds.
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import multiprocessing
 import os
@@ -23,6 +22,7 @@ from prometheus_client import start_http_server
 from rq import Queue
 
 import recur_server.chain.link  # noqa: F401  (imported once here, not by every work horse)
+from recur.starting import started
 from recur_server import create_app
 from recur_server.chain import rows
 from recur_server.cli.declarations import sync_on_start
@@ -95,10 +95,9 @@ def main() -> None:
             log.warning("metrics port %s not served here (%s)", app.config["RECUR_METRICS_PORT"], exc)
 
     # Everything allocated so far is left out of the collector's passes, and the collector, held while the
-    # worker started (recur.starting), runs again: a work process's collections then stop touching (and
+    # worker started, runs again (recur.starting): a work process's collections then stop touching (and
     # copying) the pages the parent's objects live on.
-    gc.freeze()
-    gc.enable()
+    started()
     concurrency = default_concurrency(
         args.concurrency if args.concurrency is not None else app.config["RECUR_WORKER_CONCURRENCY"])
 
