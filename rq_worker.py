@@ -35,7 +35,8 @@ from recur_server.processes.former_names import answer_to_former_names  # noqa: 
 from recur_server.services.schema import ensure_schema  # noqa: E402
 from recur_server.workers import beats  # noqa: E402
 from recur_server.workers.background import BACKGROUND_SEEN_MS, background_seen, reconcile_once  # noqa: E402
-from recur_server.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker  # noqa: E402
+from recur_server.workers.pool_worker import RecurPoolWorker  # noqa: E402
+from recur_server.workers.worker import RecurSimpleWorker, RecurWorker  # noqa: E402
 
 log = logging.getLogger("recur.rq_worker")
 

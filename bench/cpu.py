@@ -1,10 +1,11 @@
 """Where the CPU of a link goes, process by process, beside bare RQ's `SimpleWorker` on a no-op job.
 
-    python -m bench.cpu [--db sqlite|postgres] [--count 1600] [--workers 2]
+    python -m bench.cpu [--db sqlite|postgres] [--count 1600] [--workers 2] [--slots N]
 
 With one worker per core the cores are busy all the time, so throughput is set by the CPU one link costs
 across every process (the workers, their work processes, redis-server, PostgreSQL's backends). This drains
-`count` due links with the Procfile's default worker, and `count` no-op jobs with bare RQ's SimpleWorker,
+`count` due links with the Procfile's default worker, and `count` no-op jobs with bare RQ's SimpleWorker
+(plain, and recording each run durably as scenario 1's baseline does: bench.durable),
 reading each process's CPU time (/proc/<pid>/stat: user + system, and that of reaped children) before and
 after, and prints milliseconds of CPU per link by process. `count` stays under the work process's
 recycling mark (1,000 tasks per worker), so no work process dies inside the window.
@@ -21,6 +22,7 @@ from pathlib import Path
 from rq import Queue
 from rq.registry import FinishedJobRegistry
 
+from bench import durable
 from bench.procfs import children, stat
 from bench.stack import BASELINE_QUEUE, Bench, RecurEnv, postgres_available, start_rq_workers, stop_all, utc
 from bench.tasks import noop
@@ -72,20 +74,20 @@ def _difference(before: dict[str, float], after: dict[str, float], count: int) -
     return {role: round((after[role] - before[role]) * 1000 / count, 3) for role in before}
 
 
-def measure_recur(bench: Bench, workers: int, count: int) -> dict[str, float]:
+def measure_recur(bench: Bench, workers: int, count: int, *worker_args: str) -> dict[str, float]:
     env = bench.recur("cpu")
     try:
-        return measure_links(env, workers, count)
+        return measure_links(env, workers, count, *worker_args)
     finally:
         env.stop()
 
 
-def measure_links(env: RecurEnv, workers: int, count: int) -> dict[str, float]:
+def measure_links(env: RecurEnv, workers: int, count: int, *worker_args: str) -> dict[str, float]:
     """CPU ms per link by process: `count` new schedules all due now in `env` (whatever else its database
-    holds), drained by `workers` default workers, which are stopped afterwards."""
+    holds), drained by `workers` default workers (given `worker_args`), which are stopped afterwards."""
     workflow = env.workflow()
     try:
-        env.start_workers(workers, "default")
+        env.start_workers(workers, "default", *worker_args)
         env.insert_schedules(workflow, count, 3600, lambda _: utc(int(time.time())))
         pids = [worker.popen.pid for worker in env.workers]
         redis_pid = int(env.bench.redis.info("server")["process_id"])
@@ -105,14 +107,29 @@ def measure_links(env: RecurEnv, workers: int, count: int) -> dict[str, float]:
 
 
 def measure_bare(bench: Bench, workers: int, count: int) -> dict[str, float]:
+    return _measure_rq(bench, workers, count, None)
+
+
+def measure_durable(bench: Bench, workers: int, count: int) -> dict[str, float]:
+    """The durable baseline (bench.durable): each no-op job records its run, an INSERT and an UPDATE."""
+    url = bench.scratch_database("durable-cpu")
+    durable.create_table(url)
+    return _measure_rq(bench, workers, count, url)
+
+
+def _measure_rq(bench: Bench, workers: int, count: int, url: str | None) -> dict[str, float]:
     redis = bench.fresh_redis()
-    processes = start_rq_workers(bench, workers, simple=True)
+    processes = start_rq_workers(bench, workers, simple=True, durable=url)
     try:
         pids = [process.popen.pid for process in processes]
         redis_pid = int(redis.info("server")["process_id"])
         queue = Queue(BASELINE_QUEUE, connection=redis)
         before = _sample(pids, redis_pid)
-        queue.enqueue_many([Queue.prepare_data(noop, result_ttl=300) for _ in range(count)])
+        if url is None:
+            jobs = [Queue.prepare_data(noop, result_ttl=300) for _ in range(count)]
+        else:
+            jobs = [Queue.prepare_data(durable.recorded_noop, args=(url,), result_ttl=300) for _ in range(count)]
+        queue.enqueue_many(jobs)
         finished = FinishedJobRegistry(queue=queue)
         wait_for(lambda: finished.count >= count, 60 + count / 5, interval=0.05, what="the RQ backlog")
         after = _sample(pids, redis_pid)
@@ -126,17 +143,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--count", type=int, default=1600)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--slots", type=int, default=None,
+                        help="each worker's slots (recur worker --concurrency; default: the worker's own)")
     args = parser.parse_args(argv)
     if args.db == "postgres" and not postgres_available():
         parser.error("PostgreSQL's server binaries are not installed")
+    slots = () if args.slots is None else ("--concurrency", str(args.slots))
     bench = Bench(Path(tempfile.mkdtemp(prefix="recur-cpu-")), args.db)
     try:
         figures = {"bare RQ SimpleWorker, no-op job": measure_bare(bench, args.workers, args.count),
-                   "Recur default worker, link": measure_recur(bench, args.workers, args.count)}
+                   "SimpleWorker, durable no-op job": measure_durable(bench, args.workers, args.count),
+                   "Recur default worker, link": measure_recur(bench, args.workers, args.count, *slots)}
     finally:
         bench.stop()
     roles = list(next(iter(figures.values())))
-    print(f"CPU ms per job / link, {args.workers} workers, {args.count} each, database {args.db}")
+    print(f"CPU ms per job / link, {args.workers} workers ({args.slots or 'default'} slots), {args.count} each, "
+          f"database {args.db}")
     print(f"{'process':50}" + "".join(f"{name:>34}" for name in figures))
     for role in [*roles, "all"]:
         cells = [sum(values.values()) if role == "all" else values[role] for values in figures.values()]

@@ -92,7 +92,8 @@ def main() -> None:
     from recur_server.infra import clock
     from recur_server.infra.extensions import db, get_queue, get_redis
     from recur_server.workers.pool import Limits
-    from recur_server.workers.worker import RecurPoolWorker, RecurSimpleWorker
+    from recur_server.workers.pool_worker import RecurPoolWorker
+    from recur_server.workers.worker import RecurSimpleWorker
 
     logging.disable(logging.WARNING)
     database = sys.argv[sys.argv.index("--db") + 1] if "--db" in sys.argv else "sqlite"

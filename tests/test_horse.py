@@ -16,7 +16,8 @@ from recur_server.chain.mover import Mover
 from recur_server.infra.extensions import get_queue, get_redis
 from recur_server.workers.horse import HandedJob, handed_job_class
 from recur_server.workers.pool import Limits
-from recur_server.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
+from recur_server.workers.pool_worker import RecurPoolWorker
+from recur_server.workers.worker import RecurSimpleWorker, RecurWorker
 
 
 def test_a_handed_job_is_performed_by_its_executor_with_rqs_current_job_set(redis_server) -> None:

@@ -35,8 +35,9 @@ from recur_server.services.schema import ensure_schema
 from recur_server.workers.background import background_process_main, reconcile_once
 from recur_server.workers.beats import Identity
 from recur_server.workers.pool import Limits
+from recur_server.workers.pool_worker import RecurPoolWorker
 from recur_server.workers.slots import Slots, default_concurrency
-from recur_server.workers.worker import RecurPoolWorker, RecurSimpleWorker, RecurWorker
+from recur_server.workers.worker import RecurSimpleWorker, RecurWorker
 
 log = logging.getLogger("recur.worker")
 

@@ -10,7 +10,6 @@ import logging
 import signal
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -19,17 +18,16 @@ from rq import SimpleWorker, Worker, worker_registration
 from rq.executions import Execution
 from rq.worker.base import WorkerStatus
 
-from recur_server.chain.attempt import Attempted
 from recur_server.chain.finish import write_off
 from recur_server.chain.handoff import hand_off
 from recur_server.chain.ids import parse_link_id
 from recur_server.chain.redis_links import LINK_FUNC, link_kwargs
-from recur_server.chain.run import Prepared, complete, prepare
+from recur_server.chain.run import complete, prepare
 from recur_server.infra import clock
 from recur_server.infra.extensions import db
 from recur_server.infra.threads import deaf_to_stop_signals
 from recur_server.workers import horse
-from recur_server.workers.pool import POLL_SECONDS, Limits, WorkProcess, death_of, exits_before, rss_bytes
+from recur_server.workers.pool import death_of, exits_before
 
 log = logging.getLogger(__name__)
 
@@ -253,18 +251,27 @@ class RecurWorker(QuietBetweenJobs, Worker):
             db.session.remove()
         return horse.Handed(job.id, prepared, forks=forks)
 
-    def _complete(self, handed: horse.Handed) -> None:
-        """Record the outcome and hand off; the worker's return to IDLE goes in the same round trip."""
+    def _complete(self, handed: horse.Handed, finished: Callable[[Any], None] | None = None) -> None:
+        """Record the outcome and hand off; the worker's return to IDLE (and `finished`, RQ's end of the job
+        when the worker keeps it: link_jobs) goes in the same round trip."""
         prepared = handed.prepared
         self._recording = True
+
+        def along(pipe: Any) -> None:
+            self.set_state(WorkerStatus.IDLE, pipeline=pipe)
+            if finished is not None:
+                finished(pipe)
+
         try:
             if isinstance(prepared, str):
                 return
-            # a run already written off is left as it is
-            complete(prepared, *handed.final_outcome(),
-                          along=lambda pipe: self.set_state(WorkerStatus.IDLE, pipeline=pipe))
+            complete(prepared, *handed.final_outcome(), along=along)  # a run already written off is left as it is
         except Exception:  # the lease lapses and the reconciler writes the run off
             log.exception("could not complete link %s", handed.job_id)
+            if finished is not None:  # RQ's view of the job and the worker, all the same
+                with contextlib.suppress(*REDIS_AWAY), self.connection.pipeline() as pipe:
+                    along(pipe)
+                    pipe.execute()
         finally:
             self._recording = False
             handed.close()
@@ -330,58 +337,3 @@ class RecurWorker(QuietBetweenJobs, Worker):
             log.exception("could not record the death of link %s", job.id)
         finally:
             db.session.remove()
-
-
-class RecurPoolWorker(RecurWorker):
-    """The default worker: each link's task runs in a persistent work process (recur_server.workers.pool) instead of
-    a process forked for it. The worker claims, runs RQ's bookkeeping and records the outcome, as the
-    forking worker does; the task is isolated as it is there (a crash, a hang past the deadline, a leak
-    past the memory limit ends that attempt and the process, not the worker), without a fork per link.
-    Jobs that are not links (runs outside the chain, other RQ jobs) get a work horse forked as before."""
-
-    def __init__(self, *args: Any, limits: Any = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.work_process = WorkProcess(limits or Limits())
-
-    def run_job(self, job: Any, queue: Any) -> None:
-        if job.func_name != LINK_FUNC or parse_link_id(job.id) is None:
-            super().run_job(job, queue)
-            return
-        execution, handed = self._begin(job, forks=False)
-        with self._running(job, handed):
-            self.perform_job(job, queue, execution)  # RQ's registries and result, here; the task over there
-        self.set_state(WorkerStatus.IDLE)
-
-    def _executor(self, handed: horse.Handed) -> Callable[[], str]:
-        """What runs a link prepared here: this worker, its task in the work process."""
-        return partial(handed.run_through, self._run_in_work_process)
-
-    def _run_in_work_process(self, prepared: Prepared) -> Attempted:
-        return self.work_process.run(prepared.claim.task, dict(prepared.event), prepared.claim.timeout_seconds,
-                                     prepared.deadline)
-
-    def kill_horse(self, sig: Any = signal.SIGKILL) -> None:
-        """RQ's stop-job command (and overlap cancel_other): stop the task, in whichever process runs it."""
-        if self.work_process.busy:
-            self.work_process.kill()
-            return
-        super().kill_horse(sig)
-
-    def wait_for_horse(self) -> tuple[int | None, int | None, Any]:
-        """For a job that is not a link (its work horse forked as RQ forks it), the memory limit holds as it
-        does for the work process (--max-memory-mb): the horse is watched every POLL_SECONDS and killed past
-        it, and its run fails saying so."""
-        limit = self.work_process.limits.max_memory_mb
-        if self._handed is None and limit is not None and self.horse_pid:
-            while not exits_before(self.horse_pid, clock.monotonic() + POLL_SECONDS):
-                rss = rss_bytes(self.horse_pid)
-                if rss is not None and rss > limit * 1024 * 1024:
-                    self._killed_for = (f"work process used {rss // (1024 * 1024)} MB, over the limit of {limit} MB "
-                                        "(--max-memory-mb); it was killed")
-                    self.kill_horse()
-                    break
-        return super().wait_for_horse()
-
-    def teardown(self) -> None:
-        self.work_process.stop()
-        super().teardown()  # type: ignore[no-untyped-call]
