@@ -1,6 +1,6 @@
 """Where the CPU of a link goes, process by process, beside bare RQ's `SimpleWorker` on a no-op job.
 
-    python -m bench.cpu [--db sqlite|postgres] [--count 1600] [--workers 2] [--slots N]
+    python -m bench.cpu [--db sqlite|postgres] [--count 1600] [--workers 2] [--slots N] [--rounds 1]
 
 With one worker per core the cores are busy all the time, so throughput is set by the CPU one link costs
 across every process (the workers, their work processes, redis-server, PostgreSQL's backends). This drains
@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rq import Queue
@@ -145,25 +147,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--slots", type=int, default=None,
                         help="each worker's slots (recur worker --concurrency; default: the worker's own)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure each this many times, one after another in turn; medians are printed")
     args = parser.parse_args(argv)
     if args.db == "postgres" and not postgres_available():
         parser.error("PostgreSQL's server binaries are not installed")
     slots = () if args.slots is None else ("--concurrency", str(args.slots))
     bench = Bench(Path(tempfile.mkdtemp(prefix="recur-cpu-")), args.db)
+    measures: dict[str, Callable[[], dict[str, float]]] = {
+        "bare RQ SimpleWorker, no-op job": lambda: measure_bare(bench, args.workers, args.count),
+        "SimpleWorker, durable no-op job": lambda: measure_durable(bench, args.workers, args.count),
+        "Recur default worker, link": lambda: measure_recur(bench, args.workers, args.count, *slots),
+    }
+    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in measures}
     try:
-        figures = {"bare RQ SimpleWorker, no-op job": measure_bare(bench, args.workers, args.count),
-                   "SimpleWorker, durable no-op job": measure_durable(bench, args.workers, args.count),
-                   "Recur default worker, link": measure_recur(bench, args.workers, args.count, *slots)}
+        for index in range(args.rounds):
+            for name, measure in measures.items():
+                rounds[name].append(measure())
+            ratio = _all(rounds["Recur default worker, link"][-1]) / _all(rounds["SimpleWorker, durable no-op job"][-1])
+            print(f"round {index + 1}: link / durable job {ratio:.3f}", flush=True)
     finally:
         bench.stop()
+    figures = {name: {role: statistics.median(one[role] for one in taken) for role in taken[0]}
+               for name, taken in rounds.items()}
     roles = list(next(iter(figures.values())))
     print(f"CPU ms per job / link, {args.workers} workers ({args.slots or 'default'} slots), {args.count} each, "
-          f"database {args.db}")
+          f"database {args.db}" + (f", medians of {args.rounds} rounds" if args.rounds > 1 else ""))
     print(f"{'process':50}" + "".join(f"{name:>34}" for name in figures))
     for role in [*roles, "all"]:
-        cells = [sum(values.values()) if role == "all" else values[role] for values in figures.values()]
+        cells = [statistics.median(_all(one) for one in rounds[name]) if role == "all" else values[role]
+                 for name, values in figures.items()]
         print(f"{role:50}" + "".join(f"{cell:>34.3f}" for cell in cells))
+    ratios = [_all(link) / _all(job) for link, job in zip(rounds["Recur default worker, link"],
+                                                          rounds["SimpleWorker, durable no-op job"], strict=True)]
+    print(f"link / durable job: median {statistics.median(ratios):.3f} (rounds: "
+          + ", ".join(f"{ratio:.3f}" for ratio in ratios) + ")")
     return 0
+
+
+def _all(values: dict[str, float]) -> float:
+    return sum(values.values())
 
 
 if __name__ == "__main__":

@@ -190,6 +190,11 @@ class RecurEnv:
                     })
                 db.session.execute(insert(Schedule), rows)
                 db.session.commit()
+        if self._reader is not None:
+            # What autovacuum does within a minute of a bulk insert: the table's statistics. Without them the
+            # planner may take the claim's row through the due index's whole active range instead of its key.
+            with self._reader.connect() as pg:
+                pg.execute(text("ANALYZE scheduled_jobs"))
 
     def reconcile(self) -> dict[str, Any]:
         from recur_server.infra import clock

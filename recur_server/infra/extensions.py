@@ -21,7 +21,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.orm import DeclarativeBase
 
-from recur_server.infra import redis_url
+from recur_server.infra import pool_check, redis_url
 from recur_server.infra.config import DEFAULT_REDIS_TIMEOUT_SECONDS
 
 
@@ -51,6 +51,8 @@ def init_app(app: Flask) -> None:
         if engine.dialect.name == "sqlite":
             event.listen(engine, "connect", _sqlite_pragmas)
             event.listen(engine, "begin", _sqlite_begin_immediate)
+        elif not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):  # unless asked for SQLAlchemy's own
+            pool_check.check_before_use(engine)
         # A forked RQ work horse must not share pooled connections with its parent.
         os.register_at_fork(after_in_child=lambda: engine.dispose(close=False))
     app.extensions["recur.redis"] = connect_redis(app.config["REDIS_URL"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"])
@@ -91,14 +93,15 @@ def connect_redis(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT_SECONDS) -> R
 
 
 def engine_options(uri: str, given: dict[str, Any] | None = None) -> dict[str, Any]:
-    """SQLAlchemy engine options for a server database: every pooled connection is checked (one round trip)
-    when it is taken from the pool, so after a server restart or failover a process reconnects instead of
-    failing a request or a link on a dead connection; and a connection attempt has a deadline. SQLite (a
-    file, no server to lose) keeps SQLAlchemy's defaults."""
+    """SQLAlchemy engine options for a server database: a connection attempt has a deadline, and a pooled
+    connection is checked when it is taken from the pool (by recur_server.infra.pool_check, installed by
+    init_app, unless it answered a moment ago), so after a server restart or failover a process reconnects
+    instead of failing a request or a link on a dead connection. SQLite (a file, no server to lose) keeps
+    SQLAlchemy's defaults."""
     options = dict(given or {})
     if uri.startswith("sqlite"):
         return options
-    options.setdefault("pool_pre_ping", True)
+    options.setdefault("pool_pre_ping", False)
     if "connect_timeout=" not in uri:
         options["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT_SECONDS, **options.get("connect_args", {})}
     return options

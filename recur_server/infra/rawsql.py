@@ -25,6 +25,7 @@ from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, StatementError
 from sqlalchemy.sql.expression import Executable
 
+from recur_server.infra import pool_check
 from recur_server.infra.extensions import begin_statement
 
 Processor = Callable[[Any], Any] | None
@@ -212,7 +213,8 @@ def transaction(engine: Engine, pipelined: bool = False) -> Iterator[Transaction
     """Commits at the end of the block, rolls back on an exception; the connection goes back to the pool
     either way (and the pool resets it). `pipelined` asks for the driver's pipeline mode where the
     driver has one (psycopg); elsewhere it changes nothing."""
-    connection = engine.raw_connection()
+    with pool_check.trusting_recent():  # a link's connection, given back a moment ago, is taken without a ping
+        connection = engine.raw_connection()
     try:
         pipeline = _pipeline(connection, engine.dialect.loaded_dbapi) if pipelined else None
         with pipeline if pipeline is not None else contextlib.nullcontext():
