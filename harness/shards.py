@@ -62,6 +62,7 @@ SECONDS = {
     "test_recur_client.py": (7, 18),
     "test_request_deadline.py": (15, 17),
     "test_worker_liveness_e2e.py": (16, 15),
+    "test_link_paths_e2e.py": (16, 17),
     "test_task_wait_e2e.py": (14, 16),
     "test_queues.py": (15, 14),
     "test_bounded_lists.py": (12, 14),
