@@ -90,3 +90,17 @@ def test_a_dead_connection_the_chain_took_unchecked_fails_as_the_database_away_a
     with rawsql.transaction(engine) as tx:
         [(new,)] = tx.execute(BACKEND_PID)
     assert new != pid
+
+
+def test_after_one_dead_connection_the_chain_pings_the_rest_of_the_pool(engine, database_url):
+    """A restart kills every pooled connection: the first the chain takes unchecked fails, and the others,
+    given back before that, are pinged and replaced (before: each failed a link of its own in turn)."""
+    with rawsql.transaction(engine) as first, rawsql.transaction(engine) as second:
+        pids = [first.execute(BACKEND_PID)[0][0], second.execute(BACKEND_PID)[0][0]]
+    for pid in pids:
+        _terminate(database_url, pid)
+    with pytest.raises(OperationalError), rawsql.transaction(engine) as tx:
+        tx.execute(BACKEND_PID)
+    for _ in range(2):
+        with rawsql.transaction(engine) as tx:
+            assert tx.execute(BACKEND_PID)[0][0] not in pids

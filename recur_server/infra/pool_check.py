@@ -12,8 +12,9 @@ again): a request never meets a dead connection that a ping would have found.
 
 A connection of the chain's that died within the window (a server restarted in less than that, a backend
 terminated) fails its first statement as it would have failed a moment later: the error says the
-database is away, the connection is discarded (rawsql), a finish is retried with its lease held, and a
-claim that could not be made in the worker is made again by the link's own job.
+database is away, the connection is discarded and every other one given back before it is pinged at its
+next checkout (rawsql, found_dead), a finish is retried with its lease held, and a claim that could not be
+made in the worker is made again by the link's own job.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ BYPASS_SECONDS = 0.5
 _GIVEN_BACK = "recur_given_back"  # the connection record's info key: time.monotonic() at its last checkin
 _FRESH = "recur_fresh"  # set as the record connects, taken off at its first checkout
 _TRUSTING = ContextVar("recur_pool_trusting_recent", default=False)
+_last_dead = float("-inf")  # time.monotonic() when this process last found a pooled connection dead
 
 
 @contextlib.contextmanager
@@ -42,6 +44,14 @@ def trusting_recent() -> Iterator[None]:
         yield
     finally:
         _TRUSTING.reset(token)
+
+
+def found_dead() -> None:
+    """A connection turned out dead (the server restarted, or ended it): every connection given back before
+    now is pinged at its next checkout, as SQLAlchemy invalidates a pool after a disconnect, so an outage
+    costs the chain one failed statement a process, not one for each pooled connection."""
+    global _last_dead
+    _last_dead = time.monotonic()
 
 
 def check_before_use(engine: Engine) -> None:
@@ -58,7 +68,7 @@ def check_before_use(engine: Engine) -> None:
         given = record.info.pop(_GIVEN_BACK, None)
         if record.info.pop(_FRESH, False):  # connected for this checkout: it has just answered
             return
-        if _TRUSTING.get() and given is not None and time.monotonic() - given < BYPASS_SECONDS:
+        if _TRUSTING.get() and given is not None and given > _last_dead and time.monotonic() - given < BYPASS_SECONDS:
             return
         try:
             dialect.do_ping(dbapi_connection)

@@ -195,6 +195,7 @@ class Transaction:
         dead = self._dialect.is_disconnect(exc, self._connection.dbapi_connection, self._cursor)
         if dead:
             self._connection.invalidate(exc)
+            pool_check.found_dead()  # the pool's other connections are suspect too
         wrapped: StatementError = DBAPIError.instance(
             sql, params, exc, self._dialect.loaded_dbapi.Error, connection_invalidated=dead, dialect=self._dialect,
         )
