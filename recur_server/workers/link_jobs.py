@@ -8,10 +8,11 @@ the link's own two round trips: started() beside the lease and RQ's record of th
 beside the lease's release and the hand-off of the successor.
 
 What is written is what RQ writes for a job that returned (rq 3: Worker.prepare_job_execution and
-handle_job_success with Job._handle_success, whose save of the whole hash is cut to the fields that
-changed), so `rq info`, RQ's registries, its dashboard and
-job.return_value() see a link as they see any job. tests/test_link_jobs.py compares the two on a real
-redis-server key by key: an RQ that writes otherwise fails there, not in production.
+handle_job_success with Job._handle_success, which saves the whole hash again: a job whose hash was removed
+while its link ran, a detached run's, is whole again afterwards, not three fields RQ cannot read). So
+`rq info`, RQ's registries, its dashboard and job.return_value() see a link as they see any job.
+tests/test_link_jobs.py compares the two on a real redis-server key by key: an RQ that writes otherwise
+fails there, not in production.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from typing import Any
 
 from rq.intermediate_queue import IntermediateQueue
 from rq.job import JobStatus
-from rq.results import Result
-from rq.utils import now, utcformat
+from rq.utils import now
 
 
 def started(worker: Any, job: Any, pipeline: Any) -> None:
@@ -43,12 +43,8 @@ def finished(worker: Any, job: Any, execution: Any, result: str, pipeline: Any) 
     worker.increment_successful_job_count(pipeline=pipeline)
     worker.increment_total_working_time(job.ended_at - job.started_at, pipeline)
     result_ttl = job.get_result_ttl(worker.default_result_ttl)
-    if result_ttl != 0:  # Job._handle_success, less its save of the whole hash: only these fields changed
-        stamp = utcformat(job.ended_at)
-        pipeline.hset(job.key, mapping={"status": JobStatus.FINISHED, "ended_at": stamp, "last_heartbeat": stamp})
-        Result.create(job, Result.Type.SUCCESSFUL, return_value=result, ttl=result_ttl, worker_name=worker.name,
-                      pipeline=pipeline, execution_id=execution.id, execution_started_at=execution.created_at,
-                      execution_ended_at=job.ended_at)
-        job.finished_job_registry.add(job, result_ttl, pipeline)
+    if result_ttl != 0:  # its save of the whole hash writes back a hash deleted while the link ran, as RQ does
+        job._handle_success(result_ttl, pipeline=pipeline, worker_name=worker.name, execution_id=execution.id,
+                            execution_started_at=execution.created_at, execution_ended_at=job.ended_at)
     job.cleanup(result_ttl, pipeline=pipeline, remove_from_queue=False)
     worker.cleanup_execution(job, pipeline=pipeline, execution=execution)
