@@ -147,6 +147,19 @@ def test_a_newer_put_takes_the_previous_pending_link_out(real_app):
     assert redis.hget(Job.key_for(_tick(7, 0).job_id), "status") == b"started"
 
 
+def test_a_link_a_worker_dequeued_keeps_its_hash_when_its_successor_is_put_before_it_starts(real_app):
+    # A detached run (overlap allow_all) hands off its successor right after its claim, before its worker
+    # writes RQ's start: its hash still says queued, but it is off the queue. It is running, not pending.
+    queue, redis = get_queue(real_app), get_redis(real_app)
+    put_link(queue, _tick(8, 0))
+    Mover(redis, queue).move_due(_tick(8, 0).due_at)
+    job, _ = queue.dequeue_any([queue], None, connection=redis)
+    assert (job.id, job.get_status(refresh=True)) == (_tick(8, 0).job_id, "queued")
+    put_link(queue, _tick(9, 0))
+    fetched = Job.fetch(_tick(8, 0).job_id, connection=redis)  # whole: RQ can read it while the link runs
+    assert (fetched.func_name, fetched.description) == (LINK_FUNC, _tick(8, 0).description)
+
+
 def test_cancel_takes_out_the_pending_link_and_forgets_the_schedule(real_app):
     queue, redis = get_queue(real_app), get_redis(real_app)
     registry = ScheduledJobRegistry(queue=queue)

@@ -170,7 +170,8 @@ end
 # Both putting and cancelling take a link's pending copy out the same way: off the registry and, if
 # queued, off the queue (the queue its hash names as its origin, or for a small pending link its head: a
 # workflow moved to another queue leaves no copy behind in the old one), and its hash deleted only if
-# pending (a taken one keeps its hash so that RQ can finish it cleanly). The queue is a list, and LREM
+# pending (a taken one keeps its hash so that RQ can finish it cleanly: started, or dequeued and still
+# marked queued, as a detached run is when it hands off its successor). The queue is a list, and LREM
 # reads all of it: it is searched only for a link whose hash says queued. A successor's ID is new (no
 # hash), and the link it follows was taken (started, or finished by RQ), so a hand-off during a backlog of
 # N queued links costs O(1), not O(N): with every schedule due at once (a midnight cron on 100,000
@@ -193,8 +194,8 @@ local function remove_pending(registry, queue, key, id, head)
     queue = '""" + QUEUE_PREFIX + """' .. origin
     redis.call('ZREM', '""" + SCHEDULED_PREFIX + r"""' .. origin, id)
   end
-  if status == 'queued' then
-    redis.call('LREM', queue, 0, id)
+  if status == 'queued' and redis.call('LREM', queue, 0, id) == 0 then
+    return  -- off its queue, not yet marked started: a worker dequeued it, and it runs (a detached run)
   end
   if status == 'scheduled' or status == 'queued' then
     redis.call('DEL', key)
