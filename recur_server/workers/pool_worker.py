@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from rq.worker.base import WorkerStatus
@@ -50,25 +48,20 @@ class RecurPoolWorker(RecurWorker):
     def _run_claimed(self, job: Any, execution: Any, handed: horse.Handed) -> None:
         """A link claimed here: its task in the work process, then its outcome recorded and handed off, with
         RQ's end of the job in that round trip (link_jobs; its start went with the lease)."""
-        self._handed = handed
-        try:
-            handed.run_through(self._run_in_work_process)
-        except Exception:  # its outcome then says the work process ended without reporting one
-            log.exception("link %s's task could not be run in the work process", job.id)
-        finally:
-            self._handed = None
-            result = handed.final_outcome()[0].value
-            self._complete(handed, lambda pipe: link_jobs.finished(self, job, execution, result, pipe))
+        def finished(pipe: Any) -> None:
+            link_jobs.finished(self, job, execution, handed.final_outcome()[0].value, pipe)
+
+        with self._running(job, handed, finished):
+            try:
+                handed.run_through(self._run_in_work_process)
+            except Exception:  # its outcome then says the work process ended without reporting one
+                log.exception("link %s's task could not be run in the work process", job.id)
 
     def _record_execution(self, job: Any, pipeline: Any) -> Any:
         """RQ's record of the execution and, unlike the forking worker's horse, RQ's start of the job too."""
         execution = super()._record_execution(job, pipeline)
         link_jobs.started(self, job, pipeline)
         return execution
-
-    def _executor(self, handed: horse.Handed) -> Callable[[], str]:
-        """What runs a link prepared here: this worker, its task in the work process."""
-        return partial(handed.run_through, self._run_in_work_process)
 
     def _run_in_work_process(self, prepared: Prepared) -> Attempted:
         return self.work_process.run(prepared.claim.task, dict(prepared.event), prepared.claim.timeout_seconds,

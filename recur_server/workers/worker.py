@@ -199,11 +199,12 @@ class RecurWorker(QuietBetweenJobs, Worker):
         self.set_state(WorkerStatus.IDLE)
 
     @contextlib.contextmanager
-    def _running(self, job: Any, handed: horse.Handed | None) -> Iterator[None]:
+    def _running(self, job: Any, handed: horse.Handed | None,
+                 finished: Callable[[Any], None] | None = None) -> Iterator[None]:
         """The frame around a link's task, wherever it runs: the link prepared here is the one running
         (for the death handler and the deadline), its job carries the executor that runs it (RQ's perform
         calls it, in the horse or here), and at the end its outcome is recorded and its successor handed
-        off, whatever happened."""
+        off, whatever happened (with `finished`: see _complete)."""
         self._handed = handed
         if handed is not None:
             job.executor = self._executor(handed)
@@ -213,7 +214,7 @@ class RecurWorker(QuietBetweenJobs, Worker):
             self._handed = None
             if handed is not None:
                 job.executor = None
-                self._complete(handed)
+                self._complete(handed, finished)
 
     def _executor(self, handed: horse.Handed) -> Callable[[], str]:
         """What runs a link prepared here: its forked work horse runs the task."""
