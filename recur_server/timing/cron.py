@@ -6,6 +6,8 @@ overlap runs once at its first occurrence.
 """
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -20,6 +22,15 @@ from .wallclock import utc_to_wall, wall_to_utc
 # occur, and every date that does occur falls on each weekday within 40 years (29 February on a Monday:
 # 2044, 2072, 2112), so a longer gap means no run at all; the Spec stops at LATEST anyway.
 _MAX_YEARS_BETWEEN_MATCHES = 100
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(expression: str, day_or: bool) -> croniter:
+    """croniter's parse of an expression, made once and copied for each use (set to its start time there):
+    the parse was most of a cron schedule's create, and of a link's planning of its next tick. A copy shares
+    the parse's lists, which croniter copies before it changes them; the parse itself is never iterated."""
+    return croniter(expression, datetime(2000, 1, 1), day_or=day_or,
+                    max_years_between_matches=_MAX_YEARS_BETWEEN_MATCHES)
 
 
 @dataclass(frozen=True)
@@ -43,8 +54,8 @@ class CronTiming:
         Wall-to-UTC is monotonic, so ticks before the wall time of `instant` cannot qualify; ticks at or
         after it may still map to <= instant (inside a fall-back overlap) and are skipped.
         """
-        ticks = croniter(self.fields.canonical(), utc_to_wall(instant, self.tz), day_or=self.day_or,
-                         max_years_between_matches=_MAX_YEARS_BETWEEN_MATCHES)
+        ticks = copy.copy(_parsed(self.fields.canonical(), self.day_or))
+        ticks.set_current(utc_to_wall(instant, self.tz), force=True)
         while True:
             try:
                 wall = ticks.get_next(datetime)
