@@ -15,10 +15,10 @@ from harness.tokens import token_for_env
 
 
 class Client:
-    def __init__(self, address: str, token: str = "") -> None:
+    def __init__(self, address: str, token: str = "", timeout: float = 30) -> None:
         self._headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
         host, port = address.rsplit(":", 1)
-        self._connection = http.client.HTTPConnection(host, int(port), timeout=30)
+        self._connection = http.client.HTTPConnection(host, int(port), timeout=timeout)
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any, float]:
         data = None if body is None else json.dumps(body)

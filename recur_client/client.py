@@ -16,6 +16,9 @@ from recur_client.webhooks import Webhooks
 from recur_client.workflows import Workflows
 
 DEFAULT_URL = "http://127.0.0.1:5000"
+# An apply may carry 100,000 changes; the server holds it to RECUR_APPLY_DEADLINE_SECONDS (300 s by default),
+# not to the request deadline, and so this client waits as long for its answer.
+APPLY_SECONDS = 330.0
 
 
 class Client:
@@ -63,7 +66,8 @@ class Client:
         `schedules`, each with `create`, `update` (and, but for workflows, `delete`) lists. Answers what was
         created, kind by kind, in order (a webhook with its secret, shown this once); a refusal is an ApiError
         naming the change, and nothing of the apply was kept. `dry_run`: every check, nothing kept."""
-        return cast(dict[str, Any], self.transport.request("POST", "/apply/", {**changes, "dry_run": dry_run}))
+        return cast(dict[str, Any], self.transport.request("POST", "/apply/", {**changes, "dry_run": dry_run},
+                                                           timeout=APPLY_SECONDS))
 
     def apply_file(self, file: dict[str, Any], prune: bool = False, dry_run: bool = False) -> dict[str, Any]:
         """Make your workflows, webhooks, calendars and keyed schedules what `file` says (POST /apply/file/:
@@ -71,7 +75,7 @@ class Client:
         `id`, `changes`, a created webhook's `secret`, shown this once) and `warnings`. `prune`: also delete what
         the file no longer lists; `dry_run`: every check, nothing kept."""
         return cast(dict[str, Any], self.transport.request(
-            "POST", "/apply/file/", {"file": file, "prune": prune, "dry_run": dry_run}))
+            "POST", "/apply/file/", {"file": file, "prune": prune, "dry_run": dry_run}, timeout=APPLY_SECONDS))
 
     def tasks(self) -> list[Task]:
         """The tasks the server's code registered: what a workflow may name."""

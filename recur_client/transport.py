@@ -23,8 +23,9 @@ class Transport:
         self.timeout = timeout
 
     def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
-                headers: dict[str, str] | None = None) -> Any:
-        """The decoded JSON answer (None for an empty one); query values that are None are left out."""
+                headers: dict[str, str] | None = None, timeout: float | None = None) -> Any:
+        """The decoded JSON answer (None for an empty one); query values that are None are left out. `timeout`:
+        this request's, if longer than the transport's."""
         url = self.base + API_PREFIX + path
         given = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
         if given:
@@ -39,7 +40,7 @@ class Transport:
         sent.update(headers or {})
         request = urllib.request.Request(url, data=data, method=method, headers=sent)
         try:
-            with OPENER.open(request, timeout=self.timeout) as response:
+            with OPENER.open(request, timeout=max(self.timeout, timeout or 0)) as response:
                 return decoded(response.read())
         except urllib.error.HTTPError as exc:
             raise error_for(exc.code, decoded(exc.read(), lenient=True),

@@ -36,6 +36,9 @@ from recur_server.infra.threads import start_daemon
 log = logging.getLogger("recur.serving")
 GRACE_SECONDS = 5.0  # after the deadline, for a request to end once RequestDeadline is raised in it
 LOOK_SECONDS = 0.5
+# Held to RECUR_APPLY_DEADLINE_SECONDS instead: an apply may carry up to 100,000 changes (its work is bounded
+# by that, not by the request deadline meant for one object's change).
+APPLY_PATHS = frozenset({"/api/v1/apply", "/api/v1/apply/file"})
 
 
 def write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
@@ -53,13 +56,14 @@ class Deadlines:
     def __init__(self, seconds: float, on_stuck: Any = None) -> None:
         self.seconds = seconds
         self.on_stuck = on_stuck or (lambda: os._exit(1))
-        self._running: dict[int, tuple[float, str]] = {}
+        self._running: dict[int, tuple[float, str, float]] = {}
         self._interrupted: set[int] = set()
         self._lock = threading.Lock()
 
-    def begin(self, what: str) -> None:
+    def begin(self, what: str, seconds: float | None = None) -> None:
+        """A request starts in this thread, held to `seconds` if given, else to the process's deadline."""
         with self._lock:
-            self._running[threading.get_ident()] = (time.monotonic(), what)
+            self._running[threading.get_ident()] = (time.monotonic(), what, seconds or self.seconds)
 
     def end(self) -> None:
         with self._lock:
@@ -79,17 +83,16 @@ class Deadlines:
 
     def look(self, now: float) -> None:
         with self._lock:  # held while raising: a request that has ended (end() took the lock) is never hit
-            late = [(ident, started, what) for ident, (started, what) in self._running.items()
-                    if now - started > self.seconds]
-            for ident, _, what in late:
+            late = [(ident, now - started - seconds, what, seconds)
+                    for ident, (started, what, seconds) in self._running.items() if now - started > seconds]
+            for ident, _, what, seconds in late:
                 if ident not in self._interrupted:
                     self._interrupted.add(ident)
-                    log.error("request past its deadline of %g s (RECUR_REQUEST_DEADLINE_SECONDS), stopped: %s",
-                              self.seconds, what)
+                    log.error("request past its deadline of %g s, stopped: %s", seconds, what)
                     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),
                                                                ctypes.py_object(RequestDeadline))
-        for ident, started, what in late:
-            if ident in self._interrupted and now - started > self.seconds + GRACE_SECONDS:
+        for ident, past, what, _ in late:
+            if ident in self._interrupted and past > GRACE_SECONDS:
                 log.error("request still running %g s past its deadline, ending this web process (gunicorn "
                           "starts another): %s", GRACE_SECONDS, what)
                 self.on_stuck()
@@ -102,12 +105,15 @@ class JsonErrorWorker(ThreadWorker):  # type: ignore[misc]
         # gunicorn's handle_error calls util.write_error; this process is a gunicorn worker and nothing else,
         # so its error writer is replaced for the process's lifetime.
         util.write_error = write_json_error
-        self.deadlines = Deadlines(Settings.from_env().RECUR_REQUEST_DEADLINE_SECONDS)
+        settings = Settings.from_env()
+        self.deadlines = Deadlines(settings.RECUR_REQUEST_DEADLINE_SECONDS)
+        self.apply_seconds = settings.RECUR_APPLY_DEADLINE_SECONDS
         self.deadlines.start_watching()
         super().init_process()
 
     def handle_request(self, req: Any, conn: Any) -> bool:
-        self.deadlines.begin(f"{req.method} {req.path}")
+        seconds = self.apply_seconds if (req.path or "").rstrip("/") in APPLY_PATHS else None
+        self.deadlines.begin(f"{req.method} {req.path}", seconds)
         try:
             return bool(super().handle_request(req, conn))
         finally:

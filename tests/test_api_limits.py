@@ -212,6 +212,20 @@ def test_a_body_over_the_limit_is_413_in_the_error_shape(app, client):
     _assert_error(_post_raw(client, "/api/v1/workflows/", json.dumps({"name": "w" * 100, "task": "x"})), 413)
 
 
+def test_an_apply_has_a_body_limit_of_its_own(app, client):
+    # 1.5 MB of changes: over every other request's limit, within an apply's (it may carry 100,000 changes).
+    deletes = json.dumps({"schedules": {"delete": [f"missing-key-{i:07d}" for i in range(70_000)]}})
+    assert len(deletes) > 1024 * 1024
+    for path in ("/api/v1/apply/", "/api/v1/apply/file/"):
+        read = _post_raw(client, path, deletes)
+        assert read.status_code == 422, read.json  # read and refused for what it says, not for its size
+    app.config["RECUR_MAX_APPLY_BODY_BYTES"] = 1000
+    body = _assert_error(_post_raw(client, "/api/v1/apply/", deletes), 413)
+    assert "RECUR_MAX_APPLY_BODY_BYTES" in body["message"] and "1000 bytes" in body["message"], body
+    body = _assert_error(_post_raw(client, "/api/v1/schedules/", deletes), 413)
+    assert "(RECUR_MAX_BODY_BYTES)" in body["message"], body
+
+
 def test_the_body_limit_comes_from_the_environment(monkeypatch):
     from recur_server.infra.config import Settings
 

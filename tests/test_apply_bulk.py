@@ -21,6 +21,7 @@ from recur_server.chain.redis_links import scheduled_key
 from recur_server.declarations.sync import sync
 from recur_server.infra.extensions import db, get_queue, get_redis
 from recur_server.models import Schedule
+from recur_server.services import apply as applying
 from recur_server.tasks import declarations
 from tests.conftest import authorized_client, token_for_app
 
@@ -85,6 +86,33 @@ def test_the_first_refusal_in_order_is_named_and_nothing_is_kept(app, client):
         assert answer.status_code == status and answer.json["message"].startswith(named), (edits, answer.json)
         assert db.session.scalar(select(func.count()).select_from(Schedule)) == 0
         db.session.rollback()
+
+
+def test_an_apply_made_in_chunks_names_the_same_refusals_and_keeps_all_or_nothing(real_app, monkeypatch):
+    # An apply makes its schedules CREATE_CHUNK at a time and lets each chunk's rows go (its memory does not
+    # grow with its size: 100,000 schedules took 1 GB in one piece, 0.36 GB in chunks of 5,000).
+    monkeypatch.setattr(applying, "CREATE_CHUNK", 3)
+    client = authorized_client(real_app, token_for_app(real_app))
+    assert client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).status_code == 201
+    refusals = [({7: {"key": "s1"}}, "schedules.create.7 (s1)", 409),  # a key taken in an earlier chunk
+                ({4: {"cron": "0 0 31 2 *"}}, "schedules.create.4 (s4)", 422),
+                ({2: {"after": {"schedule": "s5"}}}, "schedules.create.2 (s2)", 422)]  # one made after it
+    for edits, named, status in refusals:
+        bodies = [{**body, **edits.get(i, {})} for i, body in enumerate(hourly("s", 8))]
+        answer = apply(client, bodies)
+        assert answer.status_code == status and answer.json["message"].startswith(named), (edits, answer.json)
+        assert db.session.scalar(select(func.count()).select_from(Schedule)) == 0
+        db.session.rollback()
+    bodies = hourly("s", 8)
+    bodies[6]["after"] = {"schedule": "s1"}  # follows one made in an earlier chunk
+    answer = apply(client, bodies)
+    assert answer.status_code == 200, answer.json
+    made = [item["id"] for item in answer.json["schedules"]]
+    assert [item["name"] for item in answer.json["schedules"]] == [f"s{i}" for i in range(8)]
+    follower = db.session.get(Schedule, made[6])
+    assert follower is not None and follower.after_schedule_id == made[1]
+    pending = set(get_redis().zrange(scheduled_key(get_queue()), 0, -1))
+    assert {link_id(ident, 0, 0).encode() for ident in made if ident != made[6]} <= pending
 
 
 def test_the_quota_refuses_the_first_schedule_past_it_and_nothing_is_kept(app, client):

@@ -73,9 +73,10 @@ def test_a_request_no_exception_reaches_ends_its_process_and_gunicorn_starts_ano
     assert process.alive()
 
 
-def _request(deadlines: Deadlines, body, caught: list[BaseException], entered: threading.Event) -> threading.Thread:  # type: ignore[no-untyped-def]
+def _request(deadlines: Deadlines, body, caught: list[BaseException], entered: threading.Event,  # type: ignore[no-untyped-def]
+             seconds: float | None = None) -> threading.Thread:
     def run() -> None:
-        deadlines.begin("GET /x")
+        deadlines.begin("GET /x", seconds)
         entered.set()
         try:
             body()
@@ -121,3 +122,18 @@ def test_the_watchdog_stops_a_request_past_its_deadline_once_and_ends_the_proces
     assert ended == [True]
     thread.join(5)
     assert [type(e).__name__ for e in caught] == ["RequestDeadline"]  # raised once the sleep returned
+
+
+def test_a_request_given_a_longer_deadline_is_held_to_that_one() -> None:
+    """An apply's (RECUR_APPLY_DEADLINE_SECONDS: it may carry 100,000 changes) instead of every request's."""
+    ended: list[bool] = []
+    deadlines = Deadlines(2.0, on_stuck=lambda: ended.append(True))
+    caught: list[BaseException] = []
+    thread = _request(deadlines, lambda: _spin(10), caught, threading.Event(), seconds=60.0)
+    now = time.monotonic()
+    deadlines.look(now + 30)
+    time.sleep(0.2)
+    assert not caught and not ended  # past every request's 2 s, within its own 60
+    deadlines.look(now + 61)
+    thread.join(5)
+    assert [type(e).__name__ for e in caught] == ["RequestDeadline"] and not ended

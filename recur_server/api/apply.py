@@ -4,11 +4,15 @@ what `recur apply` and the importers send)."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
+from flask import current_app, request
 from flask.views import MethodView
 
 from recur_server.api.blueprint import api
+from recur_server.api.errors import LIMITS_KEY
 from recur_server.auth.scope import caller
 from recur_server.declarations import file
 from recur_server.infra import clock
@@ -16,8 +20,22 @@ from recur_server.schemas.apply import ApplyFileIn, ApplyFileOut, ApplyIn, Apply
 from recur_server.services import apply as applying
 
 
+def _sized_as_an_apply(view: Callable[..., Any]) -> Callable[..., Any]:
+    """An apply's body may be up to RECUR_MAX_APPLY_BODY_BYTES, not RECUR_MAX_BODY_BYTES: it may carry 100,000
+    changes (MAX_CHANGES). Its time, RECUR_APPLY_DEADLINE_SECONDS, is held by the web worker
+    (recur_server.serving)."""
+    @functools.wraps(view)
+    def sized(*args: Any, **kwargs: Any) -> Any:
+        request.max_content_length = current_app.config["RECUR_MAX_APPLY_BODY_BYTES"]
+        request.environ[LIMITS_KEY] = ("RECUR_MAX_APPLY_BODY_BYTES", "RECUR_APPLY_DEADLINE_SECONDS")
+        return view(*args, **kwargs)
+    return sized
+
+
 @api.route("/apply/", endpoint="apply")
 class Apply(MethodView):
+    decorators = [_sized_as_an_apply]
+
     @api.arguments(ApplyIn)
     @api.response(200, ApplyOut)
     @api.errors(409)
@@ -35,6 +53,8 @@ class Apply(MethodView):
 
 @api.route("/apply/file/", endpoint="apply_file")
 class ApplyFile(MethodView):
+    decorators = [_sized_as_an_apply]
+
     @api.arguments(ApplyFileIn)
     @api.response(200, ApplyFileOut)
     @api.errors(409)

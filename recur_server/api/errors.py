@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from flask import Flask, Response, current_app, jsonify
+from flask import Flask, Response, current_app, has_request_context, jsonify, request
 from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -87,6 +87,17 @@ def _in_step(exc: apply.StepRefused) -> ApiError:
                     or {exc.where: [inner.message]})
 
 
+LIMITS_KEY = "recur.limits"  # in a request's environ: the settings its limits come from, if not every request's
+
+
+def _limits() -> tuple[str, str]:
+    """The settings that bound this request's body and its time: an apply's own (recur_server.api.apply), else
+    every request's."""
+    default = ("RECUR_MAX_BODY_BYTES", "RECUR_REQUEST_DEADLINE_SECONDS")
+    limits: tuple[str, str] = request.environ.get(LIMITS_KEY, default) if has_request_context() else default
+    return limits
+
+
 def init_app(app: Flask) -> None:
     def _refused(exc: Exception) -> Response:
         _end_transaction()
@@ -99,17 +110,18 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(RequestDeadline)
     def _deadline(exc: RequestDeadline) -> Response:
         _end_transaction()
-        seconds = current_app.config["RECUR_REQUEST_DEADLINE_SECONDS"]
+        setting = _limits()[1]
+        seconds = current_app.config[setting]
         return error_body(503, "request_timeout", f"The request ran past its deadline of {seconds:g} s "
-                          "(RECUR_REQUEST_DEADLINE_SECONDS) and was stopped; nothing it had not committed was kept.")
+                          f"({setting}) and was stopped; nothing it had not committed was kept.")
 
     app.register_error_handler(ApiError, api_error)
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(exc: RequestEntityTooLarge) -> Response:
-        limit = current_app.config.get("MAX_CONTENT_LENGTH")
-        return error_body(413, "request_entity_too_large",
-                          f"The request body is larger than the limit of {limit} bytes (RECUR_MAX_BODY_BYTES).")
+        setting = _limits()[0]
+        return error_body(413, "request_entity_too_large", f"The request body is larger than the limit of "
+                          f"{current_app.config[setting]} bytes ({setting}).")
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:

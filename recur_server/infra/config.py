@@ -76,6 +76,9 @@ class Settings:
                                                     "request_timeout); one that cannot be stopped ends its process")
     RECUR_MAX_BODY_BYTES: int = setting(1024 * 1024, "a larger request body is refused with 413 before it "
                                         "is parsed")
+    RECUR_MAX_APPLY_BODY_BYTES: int = setting(32 * 1024 * 1024, "RECUR_MAX_BODY_BYTES for an apply (POST "
+                                              "/apply/, /apply/file/: up to 100,000 changes in one request)")
+    RECUR_APPLY_DEADLINE_SECONDS: float = setting(300.0, "RECUR_REQUEST_DEADLINE_SECONDS for an apply")
     RECUR_MAX_PAYLOAD_BYTES: int = setting(64 * 1024, "the largest trigger_payload (compact JSON); larger is "
                                            "a 422")
     RECUR_METRICS_TOKEN: str | None = setting(None, "set: GET /metrics answers only `Authorization: Bearer "

@@ -11,6 +11,7 @@ else the only one of the owner's so named.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,13 +26,14 @@ from recur_server.infra.extensions import db
 from recur_server.models import Schedule, Workflow
 from recur_server.notify.models import Webhook
 from recur_server.services import calendars, known_tasks, schedules, webhooks, workflows
-from recur_server.services.create_many import create_many
+from recur_server.services.create_many import create_many, taken_keys
 from recur_server.services.queries import owned, owned_schedule, schedule_named
 from recur_server.services.refusals import CHANGE_REFUSED
 
 M = TypeVar("M", Workflow, Webhook, Calendar)
-MAX_CHANGES = 1000  # changes in one apply: a bounded request whatever the file
-MAX_FILE_ENTRIES = 10_000  # of each kind in an apply file (the body's size, RECUR_MAX_BODY_BYTES, bounds it too)
+MAX_CHANGES = 100_000  # changes in one apply: a bounded request whatever the file
+MAX_FILE_ENTRIES = 100_000  # of each kind in an apply file (the body's size, RECUR_MAX_APPLY_BODY_BYTES, bounds it too)
+CREATE_CHUNK = 5_000  # schedules made together, then let go of: an apply's memory does not grow with its size
 
 
 class StepRefused(Exception):  # noqa: N818 - named for what happened to the step
@@ -64,6 +66,10 @@ def apply(owner_id: int, data: dict[str, Any], now: datetime) -> dict[str, Any]:
     if dry_run:  # nothing was kept: no id or secret to show
         made = {kind: [Made(m.name, None) for m in items] for kind, items in made.items()}
     return {"dry_run": dry_run, **made, "warnings": run.warnings}
+
+
+def _offset_step(step: Callable[[int], Any], offset: int, index: int) -> Any:
+    return step(offset + index)
 
 
 def _missing(what: str, ident: object) -> schedules.Invalid:
@@ -159,9 +165,14 @@ class _Run:
         def step(index: int) -> Any:
             return _step(f"schedules.create.{index}", bodies[index].get("key") or bodies[index]["name"])
 
-        for made in create_many(self.owner_id, bodies, self.now, step, self._named):
-            self.made["schedules"].append(Made(made.key or made.name, made.id))
-            self._warn(made)
+        taken = taken_keys(self.owner_id, {body["key"] for body in bodies if body.get("key")})
+        for start in range(0, len(bodies), CREATE_CHUNK):
+            chunk = create_many(self.owner_id, bodies[start:start + CREATE_CHUNK], self.now,
+                                functools.partial(_offset_step, step, start), self._named, taken)
+            for made in chunk:
+                self.made["schedules"].append(Made(made.key or made.name, made.id))
+                self._warn(made)
+                db.session.expunge(made)  # written: its row need not stay in memory until the commit
 
         def update(edit: dict[str, Any]) -> None:
             schedule = owned_schedule(edit["id"], for_update=True)
