@@ -18,6 +18,7 @@ from harness.declaring import no_declarations  # noqa: F401  (autouse: no declar
 from recur_server.auth.models import ScheduleEvent
 from recur_server.chain.ids import link_id
 from recur_server.chain.redis_links import scheduled_key
+from recur_server.declarations import execute
 from recur_server.declarations.sync import sync
 from recur_server.infra.extensions import db, get_queue, get_redis
 from recur_server.models import Schedule
@@ -113,6 +114,44 @@ def test_an_apply_made_in_chunks_names_the_same_refusals_and_keeps_all_or_nothin
     assert follower is not None and follower.after_schedule_id == made[1]
     pending = set(get_redis().zrange(scheduled_key(get_queue()), 0, -1))
     assert {link_id(ident, 0, 0).encode() for ident in made if ident != made[6]} <= pending
+
+
+@contextmanager
+def sequence() -> Iterator[list[str]]:
+    """The SQL statements sent meanwhile, in order, by their first words."""
+    seen: list[str] = []
+
+    def note(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        seen.append(" ".join(statement.replace('"', "").split()[:4]))
+
+    event.listen(db.engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        event.remove(db.engine, "before_cursor_execute", note)
+
+
+def _keys_read_after_an_insert(seen: list[str]) -> list[int]:
+    first = next(i for i, words in enumerate(seen) if words.startswith("INSERT INTO scheduled_jobs"))
+    return [i for i, words in enumerate(seen[first:], first)
+            if words.startswith(("SELECT scheduled_jobs.key", "SELECT declared_keys.key"))]
+
+
+def test_the_owners_keys_are_read_before_the_first_schedule_is_written(real_app, monkeypatch):
+    # Read between batches, PostgreSQL planned the read against a table the transaction was filling and
+    # scanned it: 0.2 s a read at 30,000 schedules, an apply of 50,000 taking 101 s instead of 55.
+    monkeypatch.setattr(applying, "CREATE_CHUNK", 4)
+    monkeypatch.setattr(execute, "CREATE_BATCH", 4)
+    client = authorized_client(real_app, token_for_app(real_app))
+    assert client.post("/api/v1/workflows/", json={"name": "w", "task": "builtin.noop"}).status_code == 201
+    with sequence() as seen:
+        assert apply(client, hourly("a", 10)).status_code == 200
+    assert _keys_read_after_an_insert(seen) == [], seen
+    for i in range(10):
+        declarations.declare(declared_tasks.tick, {"cron": f"{i} * * * *"}, key=f"d{i}")
+    with sequence() as seen:
+        assert sync(real_app).plan.count("create") == 10
+    assert _keys_read_after_an_insert(seen) == [], seen
 
 
 def test_the_quota_refuses_the_first_schedule_past_it_and_nothing_is_kept(app, client):

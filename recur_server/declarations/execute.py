@@ -20,7 +20,7 @@ from recur_server.infra.extensions import db
 from recur_server.infra.in_lists import in_batches
 from recur_server.models import Schedule, Workflow
 from recur_server.services import schedules, workflows
-from recur_server.services.create_many import create_many
+from recur_server.services.create_many import create_many, taken_keys
 from recur_server.services.refusals import CHANGE_REFUSED
 from recur_server.tasks.declarations import DeclarationError
 from recur_server.timing.work import WorkExceeded
@@ -78,10 +78,13 @@ def execute(plan: Plan, owner: Owner, now: datetime, after_step: Callable[[], No
     the real sync makes, and rolled back."""
     with audit.acting_as(owner.id, f"{owner.name} (declarations sync)"), transaction.whole(dry_run):
         steps, done = plan.steps, 0
+        # Read before the first batch is written (see create_many.taken_keys); each batch adds its own.
+        creating = {step.name for step in steps if step.action == CREATE}
+        taken, marked = taken_keys(owner.id, creating), _marked(owner.id, creating)
         while done < len(steps):
             creates = list(itertools.takewhile(lambda s: s.action == CREATE, steps[done:done + CREATE_BATCH]))
             if creates:  # made together (recur_server.services.create_many)
-                _create_each(creates, owner.id, now)
+                _create_each(creates, owner.id, now, taken, marked)
                 done += len(creates)
             else:
                 try:
@@ -109,15 +112,21 @@ def _carry_out(step: Step, owner: Owner, now: datetime) -> None:
         _delete(step, owner.id, now)
 
 
-def _create_each(steps: list[Step], owner_id: int, now: datetime) -> None:
+def _marked(owner_id: int, keys: set[str]) -> set[str]:
+    """Of these keys, those the owner's declarations have marked."""
+    return {key for batch in in_batches(sorted(keys)) for key in db.session.scalars(
+        select(DeclaredKey.key).where((DeclaredKey.owner_id == owner_id) & DeclaredKey.key.in_(batch)))}
+
+
+def _create_each(steps: list[Step], owner_id: int, now: datetime, taken: set[str], marked: set[str]) -> None:
     """Each step's workflow, schedule and key's mark, in the sync's transaction: a schedule sync made is never
-    left without its mark. A refusal names its step."""
+    left without its mark. A refusal names its step. `taken`, `marked`: the owner's schedule keys and marks,
+    read before the sync's first batch, and added to by each."""
     flows = [Workflow(owner_id=owner_id, created_at=now, **step.workflow_body) for step in steps]
     db.session.add_all(flows)  # one INSERT each on SQLite (its RETURNING of many rows is not known to keep order)
     names = [step.name for step in steps]
-    marked = {key for batch in in_batches(sorted(names)) for key in db.session.scalars(
-        select(DeclaredKey.key).where((DeclaredKey.owner_id == owner_id) & DeclaredKey.key.in_(batch)))}
     db.session.add_all(DeclaredKey(owner_id=owner_id, key=name, created_at=now) for name in names if name not in marked)
+    marked.update(names)
     db.session.flush()
 
     @contextlib.contextmanager
@@ -128,7 +137,7 @@ def _create_each(steps: list[Step], owner_id: int, now: datetime) -> None:
             raise DeclarationError(steps[index].name, _errors(exc)) from exc
 
     made = create_many(owner_id, [{**step.body, "key": step.name, "workflow_id": flow.id}
-                                  for step, flow in zip(steps, flows, strict=True)], now, named)
+                                  for step, flow in zip(steps, flows, strict=True)], now, named, taken=taken)
     for step, schedule, flow in zip(steps, made, flows, strict=True):
         step.target, step.workflow_id = schedule.id, flow.id
 
