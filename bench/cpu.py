@@ -140,6 +140,9 @@ def _measure_rq(bench: Bench, workers: int, count: int, url: str | None) -> dict
     return _difference(before, after, count)
 
 
+DURABLE, LINK = "SimpleWorker, durable no-op job", "Recur default worker, link"  # the two the ratio compares
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cpu", description=__doc__.split("\n")[0])
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
@@ -156,15 +159,15 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(Path(tempfile.mkdtemp(prefix="recur-cpu-")), args.db)
     measures: dict[str, Callable[[], dict[str, float]]] = {
         "bare RQ SimpleWorker, no-op job": lambda: measure_bare(bench, args.workers, args.count),
-        "SimpleWorker, durable no-op job": lambda: measure_durable(bench, args.workers, args.count),
-        "Recur default worker, link": lambda: measure_recur(bench, args.workers, args.count, *slots),
+        DURABLE: lambda: measure_durable(bench, args.workers, args.count),
+        LINK: lambda: measure_recur(bench, args.workers, args.count, *slots),
     }
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in measures}
     try:
         for index in range(args.rounds):
             for name, measure in measures.items():
                 rounds[name].append(measure())
-            ratio = _all(rounds["Recur default worker, link"][-1]) / _all(rounds["SimpleWorker, durable no-op job"][-1])
+            ratio = _all(rounds[LINK][-1]) / _all(rounds[DURABLE][-1])
             print(f"round {index + 1}: link / durable job {ratio:.3f}", flush=True)
     finally:
         bench.stop()
@@ -178,8 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         cells = [statistics.median(_all(one) for one in rounds[name]) if role == "all" else values[role]
                  for name, values in figures.items()]
         print(f"{role:50}" + "".join(f"{cell:>34.3f}" for cell in cells))
-    ratios = [_all(link) / _all(job) for link, job in zip(rounds["Recur default worker, link"],
-                                                          rounds["SimpleWorker, durable no-op job"], strict=True)]
+    ratios = [_all(link) / _all(job) for link, job in zip(rounds[LINK], rounds[DURABLE], strict=True)]
     print(f"link / durable job: median {statistics.median(ratios):.3f} (rounds: "
           + ", ".join(f"{ratio:.3f}" for ratio in ratios) + ")")
     return 0
