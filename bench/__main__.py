@@ -35,6 +35,7 @@ FULL = {
     # earlier runs measured.)
     "loads": [(1000, 20, 60)], "herd": 1000,
     "scale": [10_000, 100_000], "api": 1000, "rqs_poll": 0.1,
+    "scale_api": 200,  # scenario 4: creates and list reads through gunicorn beside each estate
     # The other worker modes beside the default in scenario 2 (on its first load only: each costs a load).
     "steady_modes": ["simple", "fork"],
     "burst": {"count": 1000, "interval": 60, "rounds": 2},
@@ -59,7 +60,7 @@ FULL = {
 QUICK = {
     "rounds": 1, "throughput_simple": 60, "throughput_forking": 30,
     "loads": [(30, 2, 2)], "herd": 30,
-    "scale": [200, 1000], "api": 30, "rqs_poll": 0.1,
+    "scale": [200, 1000], "api": 30, "rqs_poll": 0.1, "scale_api": 10,
     "steady_modes": [],  # the worker's modes are each timed in scenario 1; scenario 2 runs the default one
     "burst": {"count": 30, "interval": 2, "rounds": 2},
     # More schedules than one worker runs in a second, so the marks come as fast as the worker goes.
@@ -185,7 +186,8 @@ def run(config: dict[str, Any], only: set[str], database: str) -> dict[str, Any]
         if "4" in only:
             results["scale"] = [
                 {"count": count,
-                 "recur": attempt(f"{tag} 4 scale: Recur, {count:,} schedules", partial(scale.recur, bench, count)),
+                 "recur": attempt(f"{tag} 4 scale: Recur, {count:,} schedules",
+                                  partial(scale.recur, bench, count, config["scale_api"])),
                  "rq": attempt(f"{tag} 4 scale: RQ, {count:,} scheduled jobs", partial(scale.bare_rq, bench, count))}
                 for count in config["scale"]
             ]

@@ -159,6 +159,11 @@ def _build_rows(results: dict[str, Any], cores: int) -> list[Row]:
             rows += row("4 scale", f"{label}: Redis per active schedule", "B", per,
                         [("RQ: Redis per scheduled job", _get(rq, "redis_bytes_per_job"))],
                         "<= 600 B", None if per is None else per <= 600)
+            for name, what in (("create", "API create (POST /schedules/)"), ("list", "API list, first page")):
+                p99 = _get(recur, f"api_{name}_p99_ms")
+                rows += row("4 scale", f"{label}: {what} p99", "ms", p99,
+                            [("p50", _get(recur, f"api_{name}_p50_ms"))],
+                            "<= 50 ms" if million else "", None if not million or p99 is None else p99 <= 50)
             mb = _get(recur, "database_bytes")
             rows += row("4 scale", f"{label}: database size", "MB",
                         None if mb is None else round(mb / 1e6, 1),

@@ -17,6 +17,7 @@ from rq.registry import ScheduledJobRegistry
 from sqlalchemy import select
 
 from bench.stack import BASELINE_QUEUE, Bench, utc
+from bench.stats import percentile
 from bench.tasks import noop
 from recur_server.chain.ids import link_id
 from recur_server.chain.mover import Mover
@@ -38,9 +39,11 @@ def _redis_cpu_ms(redis: Any) -> float:
                    + float(cpu.get("used_cpu_sys_main_thread", cpu["used_cpu_sys"])))
 
 
-def recur(bench: Bench, count: int) -> dict[str, Any]:
-    env = bench.recur(f"scale{count}")
+def recur(bench: Bench, count: int, api_requests: int = 0) -> dict[str, Any]:
+    # The owner holds every schedule: its quota is raised, so the API's creates are measured, not refused.
+    env = bench.recur(f"scale{count}", RECUR_MAX_SCHEDULES_PER_OWNER=str(2 * count + 10 * api_requests))
     redis = bench.redis
+    api: dict[str, Any] = {}
     try:
         workflow = env.workflow()
         base = int(time.time()) + 7200  # nothing else comes due while we measure
@@ -63,6 +66,8 @@ def recur(bench: Bench, count: int) -> dict[str, Any]:
         floor_seconds = _pass_floor(env, redis)
         links = redis.zcard(_links_key(redis))
         backlog = _pass_beside_backlog(env, redis, utc(base + 3600))
+        if api_requests:
+            api = _api(env, workflow, api_requests)
     finally:
         env.stop()
     database_bytes = env.database_bytes()
@@ -76,8 +81,42 @@ def recur(bench: Bench, count: int) -> dict[str, Any]:
         "periodic_pass_rows": periodic["checked"], "periodic_pass_redis_cpu_ms": round(periodic_cpu, 1),
         **backlog,
         "redis_bytes_per_schedule": round((after - before) / count), "database_bytes": database_bytes,
-        "database_bytes_per_schedule": round(database_bytes / count),
+        "database_bytes_per_schedule": round(database_bytes / count), **api,
     }
+
+
+def _api(env: Any, workflow: int, requests: int) -> dict[str, Any]:
+    """The API beside the estate, through gunicorn as the Procfile runs it, on one kept-alive connection:
+    `requests` creates of an hourly schedule (by the owner of every schedule) and as many reads of the
+    schedules list's first page, after WARMUP of each; their p50 and p99 in ms."""
+    from bench.api import WARMUP, Client, _ready
+    from bench.stack import web
+    from harness.servers import wait_for
+    from harness.tokens import token_for_env
+
+    token = token_for_env(env.env)
+    process, address = web(env.env, env.directory / "web.log")
+    try:
+        wait_for(lambda: _ready(address, token) or not process.alive(), 60, interval=0.1, what="gunicorn")
+        client = Client(address, token)
+        figures: dict[str, Any] = {}
+        calls = {"create": ("POST", "/api/v1/schedules/"), "list": ("GET", "/api/v1/schedules/?limit=50")}
+        for name, (method, path) in calls.items():
+            took = []
+            for index in range(WARMUP + requests):
+                body = {"name": f"api-{index}", "workflow_id": workflow, "interval_seconds": 3600} \
+                    if method == "POST" else None
+                status, answer, seconds = client.call(method, path, body)
+                assert status in (200, 201), (status, str(answer)[:300])
+                if index >= WARMUP:
+                    took.append(1000 * seconds)
+            took.sort()
+            figures[f"api_{name}_p50_ms"] = round(percentile(took, 50), 1)
+            figures[f"api_{name}_p99_ms"] = round(percentile(took, 99), 1)
+        client.close()
+        return figures
+    finally:
+        process.stop()
 
 
 def _pass_beside_backlog(env: Any, redis: Any, after_all_due: Any) -> dict[str, Any]:
