@@ -24,6 +24,10 @@ class Owner(db.Model):  # type: ignore[name-defined,misc]
     max_schedules: Mapped[int | None] = mapped_column(Integer, nullable=True)
     max_webhooks: Mapped[int | None] = mapped_column(Integer, nullable=True)
     max_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # How many schedules it holds, moved by triggers on scheduled_jobs (migration 0028), never by this code:
+    # the quota check reads it instead of counting the owner's schedules. Read it with a query, not from a
+    # loaded Owner, which does not see a trigger's change.
+    schedules_held: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class ApiToken(db.Model):  # type: ignore[name-defined,misc]
