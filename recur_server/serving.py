@@ -37,8 +37,9 @@ log = logging.getLogger("recur.serving")
 GRACE_SECONDS = 5.0  # after the deadline, for a request to end once RequestDeadline is raised in it
 LOOK_SECONDS = 0.5
 # Held to RECUR_APPLY_DEADLINE_SECONDS instead: an apply may carry up to 100,000 changes (its work is bounded
-# by that, not by the request deadline meant for one object's change).
-APPLY_PATHS = frozenset({"/api/v1/apply", "/api/v1/apply/file"})
+# by that, not by the request deadline meant for one object's change). Matched at the path's end, so that an
+# app mounting Recur's API under a prefix of its own keeps it.
+APPLY_PATHS = ("/api/v1/apply", "/api/v1/apply/file")
 
 
 def write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
@@ -112,7 +113,7 @@ class JsonErrorWorker(ThreadWorker):  # type: ignore[misc]
         super().init_process()
 
     def handle_request(self, req: Any, conn: Any) -> bool:
-        seconds = self.apply_seconds if (req.path or "").rstrip("/") in APPLY_PATHS else None
+        seconds = self.apply_seconds if (req.path or "").rstrip("/").endswith(APPLY_PATHS) else None
         self.deadlines.begin(f"{req.method} {req.path}", seconds)
         try:
             return bool(super().handle_request(req, conn))

@@ -119,9 +119,9 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(exc: RequestEntityTooLarge) -> Response:
-        setting = _limits()[0]
+        limit = request.max_content_length if has_request_context() else None  # the one this request had
         return error_body(413, "request_entity_too_large", f"The request body is larger than the limit of "
-                          f"{current_app.config[setting]} bytes ({setting}).")
+                          f"{limit} bytes ({_limits()[0]}).")
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:
