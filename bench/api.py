@@ -6,6 +6,8 @@ from __future__ import annotations
 import http.client
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from bench.stack import Bench, web
@@ -76,21 +78,31 @@ def _measure(address: str, requests: int, workflow_id: int, token: str = "") -> 
             "list_p50_ms": ms(listing, 50), "list_p99_ms": ms(listing, 99)}
 
 
-def recur(bench: Bench, requests: int) -> dict[str, Any]:
-    env = bench.recur("api")
+@contextmanager
+def serving(env: Any) -> Iterator[tuple[Any, str, str]]:
+    """gunicorn as the Procfile starts it, on a Recur environment (bench.stack.RecurEnv), once it answers:
+    its process, its address and a token of the first admin. Stopped afterwards."""
     token = token_for_env(env.env)
     process, address = web(env.env, env.directory / "web.log")
     try:
         wait_for(lambda: _ready(address, token) or not process.alive(), 60, interval=0.1, what="gunicorn")
         if not process.alive():
             raise RuntimeError(process.output()[-2000:])
-        client = Client(address, token)
-        status, workflow, _ = client.call("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
-        client.close()
-        assert status == 201, workflow
-        return _measure(address, requests, workflow["id"], token)
+        yield process, address, token
     finally:
         process.stop()
+
+
+def recur(bench: Bench, requests: int) -> dict[str, Any]:
+    env = bench.recur("api")
+    try:
+        with serving(env) as (_, address, token):
+            client = Client(address, token)
+            status, workflow, _ = client.call("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
+            client.close()
+            assert status == 201, workflow
+            return _measure(address, requests, workflow["id"], token)
+    finally:
         env.stop()
 
 

@@ -19,11 +19,9 @@ from typing import Any
 
 from redis import Redis
 
-from bench.api import Client, _ready
-from bench.procfs import children
-from bench.stack import Bench, postgres_available, web
-from harness.servers import wait_for
-from harness.tokens import token_for_env
+from bench.api import Client, serving
+from bench.procfs import children, resident_mb
+from bench.stack import Bench, postgres_available
 from recur_server.chain.redis_links import SCHEDULED_PREFIX
 
 
@@ -33,36 +31,25 @@ def schedules(count: int) -> list[dict[str, Any]]:
              "cron": f"{i % 60} * * * *" if i % 10 else f"{i % 60} {i % 24} * * *"} for i in range(count)]
 
 
-def _peak_mb(pid: int) -> float:
-    """VmHWM: the most this process was resident at any time."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    raise RuntimeError(f"no VmHWM for pid {pid}")
-
-
 def measure(bench: Bench, path: str, count: int) -> dict[str, Any]:
     env = bench.recur("bulk", RECUR_MAX_SCHEDULES_PER_OWNER=str(2 * count))
-    token = token_for_env(env.env)
-    process, address = web(env.env, env.directory / "web.log")
     try:
-        wait_for(lambda: _ready(address, token) or not process.alive(), 60, interval=0.1, what="gunicorn")
-        client = Client(address, token, timeout=600)
-        status, answer, _ = client.call("POST", "/api/v1/workflows/", {"name": "w", "task": "builtin.noop"})
-        assert status == 201, answer
-        made = schedules(count)
-        body = {"schedules": {"create": made}} if path == "/api/v1/apply/" else {"file": {"schedules": made}}
-        size = len(json.dumps(body))
-        status, answer, elapsed = client.call("POST", path, body)
-        client.close()
-        if status != 200:
-            raise RuntimeError(f"{path}: {status} {str(answer)[:500]}")
-        peak = max(_peak_mb(pid) for pid in children(process.pid))
+        with serving(env) as (process, address, token):
+            client = Client(address, token, timeout=600)
+            status, answer, _ = client.call("POST", "/api/v1/workflows/", {"name": "w", "task": "builtin.noop"})
+            assert status == 201, answer
+            made = schedules(count)
+            body = {"schedules": {"create": made}} if path == "/api/v1/apply/" else {"file": {"schedules": made}}
+            size = len(json.dumps(body))
+            status, answer, elapsed = client.call("POST", path, body)
+            client.close()
+            if status != 200:
+                raise RuntimeError(f"{path}: {status} {str(answer)[:500]}")
+            peak = max(resident_mb(pid, "VmHWM") for pid in children(process.pid))
         pending = Redis.from_url(bench.redis_server.url).zcard(SCHEDULED_PREFIX + "recur")
         return {"path": path, "count": count, "body_mb": round(size / 2**20, 1), "seconds": round(elapsed, 2),
                 "per_schedule_ms": round(1000 * elapsed / count, 3), "web_peak_mb": peak, "links_pending": pending}
     finally:
-        process.stop()
         env.stop()
 
 

@@ -15,11 +15,12 @@ def children(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-def resident_mb(pid: int) -> float:
+def resident_mb(pid: int, field: str = "VmRSS") -> float:
+    """A memory field of /proc/<pid>/status in MB: VmRSS, resident now; VmHWM, the most it ever was."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return round(int(line.split()[1]) / 1024, 1)
-    raise RuntimeError(f"no VmRSS for pid {pid}")
+    raise RuntimeError(f"no {field} for pid {pid}")
 
 
 def with_descendants(pid: int) -> set[int]:

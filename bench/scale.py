@@ -17,7 +17,6 @@ from rq.registry import ScheduledJobRegistry
 from sqlalchemy import select
 
 from bench.stack import BASELINE_QUEUE, Bench, utc
-from bench.stats import percentile
 from bench.tasks import noop
 from recur_server.chain.ids import link_id
 from recur_server.chain.mover import Mover
@@ -86,37 +85,13 @@ def recur(bench: Bench, count: int, api_requests: int = 0) -> dict[str, Any]:
 
 
 def _api(env: Any, workflow: int, requests: int) -> dict[str, Any]:
-    """The API beside the estate, through gunicorn as the Procfile runs it, on one kept-alive connection:
-    `requests` creates of an hourly schedule (by the owner of every schedule) and as many reads of the
-    schedules list's first page, after WARMUP of each; their p50 and p99 in ms."""
-    from bench.api import WARMUP, Client, _ready
-    from bench.stack import web
-    from harness.servers import wait_for
-    from harness.tokens import token_for_env
+    """Scenario 5's requests beside the estate (bench.api: creates of an hourly schedule by the owner of every
+    schedule, reads of the list's first page), through gunicorn as the Procfile runs it: p50 and p99 in ms."""
+    from bench.api import _measure, serving
 
-    token = token_for_env(env.env)
-    process, address = web(env.env, env.directory / "web.log")
-    try:
-        wait_for(lambda: _ready(address, token) or not process.alive(), 60, interval=0.1, what="gunicorn")
-        client = Client(address, token)
-        figures: dict[str, Any] = {}
-        calls = {"create": ("POST", "/api/v1/schedules/"), "list": ("GET", "/api/v1/schedules/?limit=50")}
-        for name, (method, path) in calls.items():
-            took = []
-            for index in range(WARMUP + requests):
-                body = {"name": f"api-{index}", "workflow_id": workflow, "interval_seconds": 3600} \
-                    if method == "POST" else None
-                status, answer, seconds = client.call(method, path, body)
-                assert status in (200, 201), (status, str(answer)[:300])
-                if index >= WARMUP:
-                    took.append(1000 * seconds)
-            took.sort()
-            figures[f"api_{name}_p50_ms"] = round(percentile(took, 50), 1)
-            figures[f"api_{name}_p99_ms"] = round(percentile(took, 99), 1)
-        client.close()
-        return figures
-    finally:
-        process.stop()
+    with serving(env) as (_, address, token):
+        measured = _measure(address, requests, workflow, token)
+    return {f"api_{name}": value for name, value in measured.items() if name != "requests"}
 
 
 def _pass_beside_backlog(env: Any, redis: Any, after_all_due: Any) -> dict[str, Any]:

@@ -58,11 +58,10 @@ def upgrade():
 
 
 def downgrade():
-    op.execute("DROP TRIGGER IF EXISTS scheduled_jobs_held_insert ON scheduled_jobs"
-               if op.get_bind().dialect.name == 'postgresql' else "DROP TRIGGER IF EXISTS scheduled_jobs_held_insert")
-    op.execute("DROP TRIGGER IF EXISTS scheduled_jobs_held_delete ON scheduled_jobs"
-               if op.get_bind().dialect.name == 'postgresql' else "DROP TRIGGER IF EXISTS scheduled_jobs_held_delete")
-    if op.get_bind().dialect.name == 'postgresql':
+    postgres = op.get_bind().dialect.name == 'postgresql'
+    for trigger in ('scheduled_jobs_held_insert', 'scheduled_jobs_held_delete'):
+        op.execute(f"DROP TRIGGER IF EXISTS {trigger}" + (" ON scheduled_jobs" if postgres else ""))
+    if postgres:
         op.execute("DROP FUNCTION IF EXISTS recur_schedules_held()")
     with op.batch_alter_table('owners') as batch:
         batch.drop_column('schedules_held')
