@@ -199,12 +199,14 @@ class Process:
         self._log.close()
 
     def stop(self, timeout: float = 20) -> None:
+        under = _started_under(self.popen.pid) if self.alive() else {}
         if self.alive():
             self.popen.terminate()
             try:
                 self.popen.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
+        _end_stragglers(under, self.log_path)
         self._log.close()  # closing twice is harmless
 
     def output(self) -> str:
@@ -266,3 +268,43 @@ def flask_command(env: dict[str, str], *args: str) -> str:
     done = subprocess.run([sys.executable, "-m", "flask", "--app", "recur_server:create_app", *args], cwd=ROOT,
                           env={**os.environ, **env}, check=True, capture_output=True, text=True, timeout=120)
     return done.stdout
+
+
+def _started_under(pid: int) -> dict[int, str]:
+    """The processes under `pid` (its background process, slots, work processes), each with its start time, so
+    that a pid used again by another process is never taken for one of them."""
+    from bench.procfs import stat, with_descendants
+
+    found = {}
+    for child in with_descendants(pid) - {pid}:
+        with contextlib.suppress(OSError):
+            found[child] = stat(child)[19]  # field 22, starttime
+    return found
+
+
+def _end_stragglers(under: dict[int, str], log_path: Path, grace: float = 10) -> None:
+    """The processes a stopped process started exit with it (each watches its parent): any still there after
+    `grace` s is killed, and named in the log, so that it runs no pass against a later test's Redis or
+    database (a background process that outlived its worker once took the watch's lock in another test)."""
+    import os
+    import signal
+
+    from bench.procfs import stat
+
+    def left() -> list[int]:
+        alive = []
+        for pid, started in under.items():
+            with contextlib.suppress(OSError, IndexError):
+                fields = stat(pid)
+                if fields[19] == started and fields[0] != "Z":
+                    alive.append(pid)
+        return alive
+
+    deadline = time.monotonic() + grace
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left():
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"harness: process {pid} outlived the process that started it by {grace:.0f} s: killed\n")

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from typing import Any
+
 from harness.chain_driver import make_schedule, scheduled_ids
 from recur_server.infra.extensions import get_redis
+from recur_server.notify import watch
 from recur_server.services.reconcile_stats import read_stats
+from recur_server.workers import background
 from recur_server.workers.background import RECONCILE_LOCK, RECONCILED_KEY, reconcile_once
 
 
@@ -39,3 +45,28 @@ def test_a_pass_waits_for_none_while_another_runs_and_leaves_its_lock_alone(chai
     assert reconcile_once(chain_app, every=5) is None
     assert redis.get(RECONCILE_LOCK) == b"another-process"
     assert _passes(chain_app) == 0 and not redis.exists(RECONCILED_KEY)
+
+
+def test_a_stop_signal_that_comes_while_the_loop_holds_its_events_lock_does_not_wait_for_itself(app, monkeypatch):
+    """A worker's background process stops on SIGTERM. CPython runs the handler in the main thread, between two
+    of its bytecodes: here, often inside `stop.wait()`, which holds the Event's lock on its way out of each
+    wait. A handler that set the Event there waited for that lock, held by the thread it interrupted, forever:
+    the process outlived its worker, its watch thread still checking and delivering (found in a test run)."""
+    handlers: dict[int, Any] = {}
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: handlers.setdefault(signum, handler))
+    stops: list[threading.Event] = []
+    monkeypatch.setattr(background, "run_background", lambda app, stop, *rest: stops.append(stop))
+    monkeypatch.setattr(watch, "start_thread", lambda app: threading.Event())
+    monkeypatch.setattr(background, "start_daemon", lambda *args: None)
+    background.background_process_main(app, None)
+    [stop] = stops
+
+    def interrupted_on_its_way_out_of_a_wait() -> None:
+        with stop._cond:  # type: ignore[attr-defined]  # where Condition.wait holds it: _acquire_restore
+            handlers[signal.SIGTERM](signal.SIGTERM, None)
+
+    handler = threading.Thread(target=interrupted_on_its_way_out_of_a_wait, daemon=True)
+    handler.start()
+    handler.join(5)
+    assert not handler.is_alive(), "the SIGTERM handler waited for the lock of the wait it interrupted"
+    assert stop.wait(5) and stop.is_set()  # the loop, back from its wait, sees the stop

@@ -11,6 +11,9 @@ wait they interrupt.
 from __future__ import annotations
 
 import contextlib
+import math
+import os
+import select
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -35,3 +38,38 @@ def start_daemon(target: Callable[..., Any], name: str, *args: Any) -> threading
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         thread.start()
     return thread
+
+
+class SignalledStop(threading.Event):
+    """An Event that a signal handler may set: `request` (the handler) writes a byte to a pipe, which takes no
+    lock, and every wait watches that pipe as well as the Event.
+
+    Event.set takes the Event's lock, and CPython runs a handler in the main thread between two of its
+    bytecodes: often inside that thread's own `wait()`, which holds the lock on its way out of each wait. A
+    handler that set the Event there waited for itself forever (a worker's background process outlived its
+    worker so, its watch thread still checking and delivering)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+
+    def request(self, *_: object) -> None:
+        """The stop, from a signal handler (or anywhere): one write to the pipe."""
+        with contextlib.suppress(BlockingIOError):  # full: a stop is already there to read
+            os.write(self._write, b"\0")
+
+    def set(self) -> None:
+        super().set()
+        self.request()  # wakes a wait in another thread that watches the pipe
+
+    def is_set(self) -> bool:
+        return self.wait(0)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not super().is_set():
+            watch = select.poll()
+            watch.register(self._read, select.POLLIN)
+            if watch.poll(None if timeout is None else max(0, math.ceil(timeout * 1000))):
+                super().set()
+        return super().is_set()

@@ -27,7 +27,7 @@ from recur_server.chain.redis_links import queue_named
 from recur_server.infra import clock, metrics_files, worker_beats
 from recur_server.infra.extensions import db, get_queue, get_redis, queue_names
 from recur_server.infra.locks import LockLost, hold_if_free
-from recur_server.infra.threads import start_daemon
+from recur_server.infra.threads import SignalledStop, start_daemon
 from recur_server.notify import watch
 from recur_server.services import retention
 from recur_server.services.outside_runs import follow as triggered
@@ -251,9 +251,9 @@ def background_process_main(app: Flask, parent_pid: int | None, identity: beats.
     `parent_pid`, a process started on its own: background.py, beside `rq worker` processes). With `identity`,
     it beats for its worker, and takes the beat away when the worker is stopped (SIGTERM, Ctrl-C); a worker that
     died without a word is gone once its last beat is older than the grace."""
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop = SignalledStop()  # its handler sets it without a lock (recur_server/infra/threads.py)
+    signal.signal(signal.SIGTERM, stop.request)
+    signal.signal(signal.SIGINT, stop.request)
     get_redis(app).connection_pool.reset()
     watching = watch.start_thread(app)  # webhooks and late schedules, beside the mover: never in its way
     start_daemon(run_pruning, "recur-prune", app, stop)
