@@ -57,7 +57,8 @@ def test_utcnow_is_the_cluster_clock_not_the_hosts(real_app, monkeypatch):
 def test_a_link_early_by_the_host_clock_but_due_by_the_cluster_clock_runs(real_app, monkeypatch):
     """Before: the worker, 4 s behind, judged the due link 3.5 s early and dropped it ("early")."""
     truth = redis_now(real_app)
-    schedule = make_schedule(truth - timedelta(seconds=1.5), interval_seconds=1)  # due 0.5 s ago
+    # Due 0.5 s ago; its next tick 9.5 s later, so that a loaded machine's slow run does not find it due too.
+    schedule = make_schedule(truth - timedelta(seconds=10.5), interval_seconds=10)
     assert Mover(get_redis(real_app), get_queue(real_app)).move_due(truth) == 1  # a mover whose clock is right
     shift_host_clock(monkeypatch, -4)
     run_queue(real_app)
@@ -71,7 +72,7 @@ def test_a_link_early_by_the_cluster_clock_too_waits_for_its_time_and_is_not_dro
     """Moved early by something other than Recur's mover (here 2.3 s, beyond the old 2 s wait limit).
     Before: dropped as "early", no run, no pending link until the reconciler noticed."""
     truth = redis_now(real_app)
-    schedule = make_schedule(truth - timedelta(seconds=0.7), interval_seconds=3)  # due in 2.3 s
+    schedule = make_schedule(truth - timedelta(seconds=7.7), interval_seconds=10)  # due in 2.3 s, then 10 s later
     assert Mover(get_redis(real_app), get_queue(real_app)).move_due(truth + timedelta(seconds=3)) == 1
     run_queue(real_app)
     [run] = runs_of(schedule.id)
