@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness import preloaded
+
 T = TypeVar("T")
 
 
@@ -162,7 +164,7 @@ class Process:
     """A real Recur process (gunicorn web or worker.py) with its output in a log file."""
 
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, new_session: bool = False,
-                 cwd: Path = ROOT) -> None:
+                 cwd: Path = ROOT, preload: bool = False) -> None:
         import os
         import sys
 
@@ -174,8 +176,12 @@ class Process:
             full_env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(log_path.parent / "metrics"))
         bin_dir = str(Path(sys.executable).parent)
         full_env["PATH"] = bin_dir + os.pathsep + full_env.get("PATH", "")
-        self.popen = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
-                                      start_new_session=new_session)
+        self.popen: subprocess.Popen[bytes] | preloaded.Child
+        if preload and preloaded.enabled():  # forked from an interpreter that has the libraries imported
+            self.popen = preloaded.preloader().start(argv, full_env, log_path, cwd, new_session)
+        else:
+            self.popen = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+                                          start_new_session=new_session)
 
     @property
     def pid(self) -> int:
@@ -222,7 +228,7 @@ def start_web(env: dict[str, str], port: int, log_path: Path, cwd: Path = ROOT, 
     # No control socket: gunicorn 27 puts it at one path per user, which concurrent test servers share.
     return Process([gunicorn, app, "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", "4",
                     "--no-control-socket"],
-                   env, log_path, cwd=cwd)
+                   env, log_path, cwd=cwd, preload=cwd == ROOT and app == "wsgi:app")
 
 
 def serve_web(env: dict[str, str], log_path: Path, answers: Callable[[int], bool], cwd: Path = ROOT,
@@ -257,7 +263,8 @@ def start_worker(env: dict[str, str], log_path: Path, *extra: str, new_session: 
                  cwd: Path = ROOT) -> Process:
     import sys
 
-    return Process([sys.executable, "worker.py", *extra], env, log_path, new_session=new_session, cwd=cwd)
+    return Process([sys.executable, "worker.py", *extra], env, log_path, new_session=new_session, cwd=cwd,
+                   preload=cwd == ROOT)
 
 
 def flask_command(env: dict[str, str], *args: str) -> str:

@@ -1,8 +1,8 @@
-"""Which shard of a pass runs each test file (scripts/test runs each pass as two shards at once, tests/conftest.py
-keeps a shard's files): the largest files first, each to the shard with the least time so far, so that the
-shards of a pass end together (the suite lasts as long as its longest shard). A file's time is its seconds of a
-pass as measured, or for a file not listed here (one under a second a pass when measured) 0.1 s a test on SQLite,
-0.3 on PostgreSQL.
+"""Which shard of a pass runs each test file (scripts/test runs each pass as RECUR_TEST_SHARDS shards at once, three
+by default; tests/conftest.py keeps a shard's files): the largest files first, each to the shard with the least time
+so far, so that the shards of a pass end together (the suite lasts as long as its longest shard). A file's time is
+its seconds of a pass as measured, or for a file not listed here (one under a second a pass when measured) 0.1 s a
+test on SQLite, 0.3 on PostgreSQL.
 
 Measured with RECUR_TEST_CPU_REPORT (harness/cpu_report.py: the second column, wall seconds, summed per file and
 pass) in a whole run of scripts/test; refresh the table when a file's time changes much:

@@ -90,7 +90,7 @@ def _in_this_pass(item: pytest.Item) -> bool:
 
 def _shard() -> tuple[int, int] | None:
     """RECUR_TEST_SHARD="i/n" (1 <= i <= n): this process runs shard i of the n of its pass's test files
-    (harness/shards.py deals them out by their measured time; scripts/test runs each pass as two shards)."""
+    (harness/shards.py deals them out by their measured time; scripts/test runs each pass as three shards)."""
     value = os.environ.get("RECUR_TEST_SHARD", "")
     if not value:
         return None

@@ -1,0 +1,57 @@
+"""harness/preloaded.py: a process forked from the preloading interpreter lives as the command would: the
+test's environment, directory, arguments and log, the script run as __main__ with Recur's modules imported
+afresh, its exit status (a code, or the signal that killed it), its atexit handlers run at its end."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+from harness import preloaded
+from harness.servers import wait_for
+
+SCRIPT = """\
+import atexit, os, sys
+print("argv", sys.argv)
+print("cwd", os.getcwd())
+print("env", os.environ.get("RECUR_PRELOAD_PROBE"), os.environ.get("HOME"))
+print("fresh", "recur_server" not in sys.modules, "flask" in sys.modules)
+import recur_server.infra.clock  # the project's own modules, imported here
+print("path", sys.path[0])
+atexit.register(lambda: print("atexit ran", flush=True))
+if sys.argv[1:] == ["wait"]:
+    import time
+    time.sleep(60)
+sys.exit(int(sys.argv[1]) if sys.argv[1:] and sys.argv[1].isdigit() else 0)
+"""
+
+
+def _start(tmp_path: Path, *args: str) -> tuple[preloaded.Child, Path]:
+    script = tmp_path / "probe.py"
+    script.write_text(SCRIPT)
+    log = tmp_path / f"probe-{'-'.join(args) or 'none'}.log"
+    env = {"RECUR_PRELOAD_PROBE": "seen", "PATH": "/usr/bin:/bin"}
+    child = preloaded.preloader().start([sys.executable, str(script), *args], env, log, tmp_path, False)
+    return child, log
+
+
+def test_a_preloaded_child_runs_the_script_with_the_tests_environment_directory_and_arguments(tmp_path) -> None:
+    child, log = _start(tmp_path, "3")
+    assert child.wait(30) == 3
+    output = log.read_text()
+    assert f"argv ['{tmp_path / 'probe.py'}', '3']" in output, output
+    assert f"cwd {tmp_path}" in output
+    assert "env seen None" in output  # the test's environment only: not this process's HOME
+    assert "fresh True True" in output  # the libraries preloaded, Recur's modules not
+    assert f"path {tmp_path}" in output
+    assert "atexit ran" in output  # it ended as an interpreter ends
+
+
+def test_a_preloaded_child_killed_by_a_signal_says_so_as_popen_does(tmp_path) -> None:
+    child, log = _start(tmp_path, "wait")
+    wait_for(lambda: "atexit" not in log.read_text() and "path" in log.read_text(), 30, what="the probe to start")
+    assert child.poll() is None
+    child.terminate()
+    assert child.wait(30) == -signal.SIGTERM
+    assert child.returncode == -signal.SIGTERM
