@@ -243,7 +243,9 @@ def _schemathesis(web: Web, tmp_path: Path, name: str, token: str, *extra: str,
         capture_output=True, text=True, timeout=900,
         env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false", "SCHEMATHESIS_HOOKS": "harness.contract_hooks"})
     output = result.stdout + result.stderr
-    interactions = yaml.safe_load(cassette.read_text())["http_interactions"] if cassette.exists() else []
+    # libyaml's loader: the cassette is megabytes, which the pure-Python one took 25 s of CPU to read.
+    interactions = (yaml.load(cassette.read_text(), Loader=yaml.CSafeLoader)["http_interactions"]
+                    if cassette.exists() else [])
     operations = {(i["request"]["method"], i["request"]["uri"].split("?")[0]) for i in interactions}
     statuses = [int(i["response"]["status"]["code"]) for i in interactions]
     print(f"schemathesis {name}: {len(interactions)} requests, {len(operations)} distinct method+URL, "
