@@ -1,8 +1,9 @@
 """Which shard of a pass runs each test file (scripts/test runs each pass as RECUR_TEST_SHARDS shards at once, three
-by default; tests/conftest.py keeps a shard's files): the largest files first, each to the shard with the least time
-so far, so that the shards of a pass end together (the suite lasts as long as its longest shard). A file's time is
-its seconds of a pass as measured, or for a file not listed here (one under a second a pass when measured) 0.1 s a
-test on SQLite, 0.3 on PostgreSQL.
+by default; tests/conftest.py collects only a shard's files): the largest files first, each to the shard with the least
+time so far, so that the shards of a pass end together (the suite lasts as long as its longest shard). A file's time
+is its seconds of a pass as measured; a file not listed here took under a second in either pass when measured, and
+counts as half a second. The placement needs only the files' names, so a shard imports and collects its own files
+alone (collecting all of them cost each of the six shards 4-5 s of CPU).
 
 Measured with RECUR_TEST_CPU_REPORT (harness/cpu_report.py: the second column, wall seconds, summed per file and
 pass) in a whole run of scripts/test; refresh the table when a file's time changes much:
@@ -138,21 +139,19 @@ SECONDS = {
     "test_driver.py": (0, 1),
     "test_timing_subdaily.py": (1, 0),
 }
-PER_TEST = {"sqlite": 0.1, "postgres": 0.3}
+UNLISTED = 0.5  # seconds: a file under a second in either pass when the table was measured
 
 
-def shards(tests_per_file: dict[str, int], count: int, database: str) -> dict[str, int]:
-    """The shard (0 to count - 1) of each file of a pass, from its number of tests in this pass."""
+def shards(files: list[str], count: int, database: str) -> dict[str, int]:
+    """The shard (0 to count - 1) of each test file (by name) of a pass."""
     column = 0 if database == "sqlite" else 1
 
     def seconds(name: str) -> float:
         known = SECONDS.get(name)
-        if known is not None and known[column]:
-            return float(known[column])
-        return tests_per_file[name] * PER_TEST[database]
+        return UNLISTED if known is None else float(known[column])
 
-    # Longest first; ties (and the order of files of no known time) by a hash of the name, stable across runs.
-    order = sorted(tests_per_file, key=lambda name: (-seconds(name), zlib.crc32(name.encode())))
+    # Longest first; ties (and the files of no known time) by a hash of the name, stable across runs.
+    order = sorted(set(files), key=lambda name: (-seconds(name), zlib.crc32(name.encode())))
     load = [0.0] * count
     placed = {}
     for name in order:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import collections
+import functools
 import os
 import shutil
 from collections.abc import Iterator
@@ -62,6 +62,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     setattr(item, f"report_{report.when}", report)
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With RECUR_TEST_SHARD, a test file of another shard is not even imported (harness/shards.py places the
+    files by name; one named on the command line is, and pytest_collection_modifyitems leaves it out)."""
+    shard = _shard()
+    if shard is None or not (collection_path.name.startswith("test_") and collection_path.suffix == ".py"):
+        return None
+    return _placement(shard[1])[collection_path.name] != shard[0] or None
+
+
+@functools.cache
+def _placement(count: int) -> dict[str, int]:
+    files = [path.name for path in Path(__file__).parent.rglob("test_*.py")]
+    return shards(files, count, "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On the PostgreSQL pass (RECUR_TEST_POSTGRES set) run only the tests that use the database under test:
     the others (pure time and policy math, signing, Redis-only tests) already ran on the SQLite pass, and
@@ -69,16 +84,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     `database_url` (or `empty_database_url`) fixture says so with the `database` marker. With
     RECUR_TEST_SHARD, only this shard's test files."""
     shard = _shard()
-    in_pass = [item for item in items if _in_this_pass(item)]
-    placed: dict[str, int] = {}
-    if shard is not None:
-        per_file = collections.Counter(item.path.name for item in in_pass)
-        placed = shards(per_file, shard[1], "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite")
-    keep = [item for item in in_pass if shard is None or placed[item.path.name] == shard[0]]
-    kept = set(map(id, keep))
-    drop = [item for item in items if id(item) not in kept]
-    if drop:
-        config.hook.pytest_deselected(items=drop)
+    keep = [item for item in items if _in_this_pass(item)
+            and (shard is None or _placement(shard[1])[item.path.name] == shard[0])]
+    if len(keep) < len(items):
+        kept = set(map(id, keep))
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
         items[:] = keep
 
 
