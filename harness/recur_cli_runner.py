@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Any
 
-from harness.servers import ROOT
+from harness.servers import python_command
 
 
 @dataclass
@@ -28,8 +27,7 @@ def recur(url: str, token: str | None, *args: str, stdin: str | None = None, ok:
     env.pop("RECUR_TOKEN", None)
     if token is not None:
         env["RECUR_TOKEN"] = token
-    done = subprocess.run([sys.executable, "-m", "recur_cli", *args], cwd=ROOT, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    done = python_command([sys.executable, "-m", "recur_cli", *args], env, input=stdin)
     result = Result(done.returncode, done.stdout, done.stderr)
     if ok:
         assert result.code == 0, (args, result)

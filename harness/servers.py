@@ -272,9 +272,19 @@ def flask_command(env: dict[str, str], *args: str) -> str:
     import os
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "flask", "--app", "recur_server:create_app", *args], cwd=ROOT,
-                          env={**os.environ, **env}, check=True, capture_output=True, text=True, timeout=120)
+    done = python_command([sys.executable, "-m", "flask", "--app", "recur_server:create_app", *args],
+                          {**os.environ, **env})
+    done.check_returncode()
     return done.stdout
+
+
+def python_command(argv: list[str], env: dict[str, str], input: str | None = None,
+                   timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """subprocess.run(argv, cwd=ROOT, capture_output=True, text=True) for `python -m MODULE ARGS` from the
+    checkout, forked from the preloading process (harness/preloaded.py) unless RECUR_TEST_PRELOAD=0."""
+    if preloaded.enabled():
+        return preloaded.run(argv, env, ROOT, input=input, timeout=timeout)
+    return subprocess.run(argv, cwd=ROOT, env=env, input=input, capture_output=True, text=True, timeout=timeout)
 
 
 def _started_under(pid: int) -> dict[int, str]:

@@ -12,7 +12,7 @@ from harness import preloaded
 from harness.servers import wait_for
 
 SCRIPT = """\
-import atexit, os, sys
+import atexit, os, sys, threading, time
 print("argv", sys.argv)
 print("cwd", os.getcwd())
 print("env", os.environ.get("RECUR_PRELOAD_PROBE"), os.environ.get("HOME"))
@@ -20,6 +20,8 @@ print("fresh", "recur_server" not in sys.modules, "flask" in sys.modules)
 import recur_server.infra.clock  # the project's own modules, imported here
 print("path", sys.path[0])
 atexit.register(lambda: print("atexit ran", flush=True))
+# A thread that is no daemon is waited for before the atexit handlers, as the interpreter does.
+threading.Thread(target=lambda: (time.sleep(0.3), print("thread ended", flush=True))).start()
 if sys.argv[1:] == ["wait"]:
     import time
     time.sleep(60)
@@ -45,13 +47,24 @@ def test_a_preloaded_child_runs_the_script_with_the_tests_environment_directory_
     assert "env seen None" in output  # the test's environment only: not this process's HOME
     assert "fresh True True" in output  # the libraries preloaded, Recur's modules not
     assert f"path {tmp_path}" in output
-    assert "atexit ran" in output  # it ended as an interpreter ends
+    assert output.index("thread ended") < output.index("atexit ran")  # it ended as an interpreter ends
 
 
 def test_a_preloaded_child_killed_by_a_signal_says_so_as_popen_does(tmp_path) -> None:
     child, log = _start(tmp_path, "wait")
-    wait_for(lambda: "atexit" not in log.read_text() and "path" in log.read_text(), 30, what="the probe to start")
+    wait_for(lambda: "path" in log.read_text(), 30, what="the probe to start")
     assert child.poll() is None
     child.terminate()
     assert child.wait(30) == -signal.SIGTERM
     assert child.returncode == -signal.SIGTERM
+
+
+def test_a_preloaded_python_m_command_reads_its_input_and_keeps_its_output_and_errors_apart(tmp_path) -> None:
+    code = ("import sys; print('out', sys.argv[1:], sys.stdin.read().upper()); "
+            "print('err', file=sys.stderr); sys.exit('gave up')")
+    module = tmp_path / "probe_module.py"
+    module.write_text(code)
+    done = preloaded.run([sys.executable, "-m", "probe_module", "a", "b"], {"PATH": "/usr/bin:/bin"}, tmp_path,
+                         input="given")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "out ['a', 'b'] GIVEN\n", "err\ngave up\n")
+    assert done.args[:3] == [sys.executable, "-m", "probe_module"]
