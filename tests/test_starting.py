@@ -41,7 +41,10 @@ def test_starting_holds_the_collector_and_started_turns_it_on_with_the_start_fro
     assert gc.isenabled() and gc.get_freeze_count() > 0
 
 
-def test_a_web_process_holds_the_collector_from_its_fork_to_its_start(collector, monkeypatch) -> None:
+def test_a_web_process_holds_the_collector_from_its_fork_to_its_start(collector, tmp_path, monkeypatch) -> None:
+    # starting() sets the host's metrics directory when none is set: set here, it goes with the test (left
+    # set, it made every later /metrics scrape of this test process read the checkout's files).
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     begun: list[object] = []
     monkeypatch.setattr(watch, "start_thread", begun.append)  # the watch thread itself: tests/test_notify_e2e.py
     gunicorn_conf.post_fork(None, None)
