@@ -9,8 +9,13 @@ takes host i off the network (its interface down: what it sends and what is sent
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+
+# The interfaces Hosts makes in this process's namespace: its bridge and its veths (the inner end until it is
+# moved into the namespace it made, which has nothing else): they lead nowhere beyond the machine.
+MADE_HERE = re.compile(r"r[bvp]\d+")
 
 
 def _ip(*args: str) -> None:
