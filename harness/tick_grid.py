@@ -12,9 +12,13 @@ from harness.stack import parse_instant
 
 
 def covered_ticks(runs: list[dict[str, Any]], interval: timedelta) -> set[datetime]:
-    """Every tick a row stands for: a run's own, and each tick of a policy's gap."""
+    """Every tick a row stands for: a run's own, and each tick of a policy's gap. A retry's row stands for its
+    first attempt's tick, which that attempt's row already covers: its own `scheduled_for` is when its backoff
+    ended, off the grid, and may lie past ticks a chain that is catching up has not run yet."""
     covered: set[datetime] = set()
     for run in runs:
+        if run.get("retry_number"):
+            continue
         first = parse_instant(run["scheduled_for"])
         if run["reason"] is not None:
             covered.update(first + interval * k for k in range(run["ticks"]))
