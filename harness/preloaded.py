@@ -1,4 +1,4 @@
-"""Recur's processes started from an interpreter that has the third-party libraries imported already: one
+"""Recur's processes started from an interpreter that has the libraries and the server imported already: one
 per test process, forking a child for each web server and worker a test starts, and for each `flask` or `recur`
 command it runs (`run`), as gunicorn's --preload or multiprocessing's forkserver do. A test run starts about a
 thousand of them, and each otherwise spent most of its start importing Flask, SQLAlchemy, RQ, marshmallow and the
@@ -6,8 +6,8 @@ rest (about 0.8 s of CPU of 1.2).
 
 What each child then does is what `gunicorn wsgi:app ...`, `python worker.py ...` or `python -m MODULE ...` does:
 it takes the test's environment, working directory, arguments, input and output, and runs the same script or
-module as `__main__`, importing Recur's own modules afresh (the preloading process never imports them, nor
-prometheus-client, which reads its directory from the environment when imported). It ends as the interpreter
+module as `__main__` (wsgi.py, worker.py, the CLI and the test's own modules imported afresh; the server's
+modules already imported, as gunicorn's --preload has them; see SERVER). It ends as the interpreter
 ends a process (the threads that are not daemons joined, the atexit handlers run, the output flushed) but
 without tearing down each module, as multiprocessing's forked children end. Only its parent differs: the
 preloading process, which reaps it and keeps its exit status for the test.
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 # Third-party modules that every web and worker process imports, and that read nothing of the environment
-# when imported. Not prometheus_client (its multiprocess directory is read at import), nor Recur's modules.
+# when imported.
 PRELOAD = [
     "apispec", "blinker", "click", "cron_descriptor", "croniter", "dateutil.parser", "dateutil.rrule", "dateutil.tz",
     "flask", "flask_smorest", "flask_sqlalchemy", "gunicorn.app.wsgiapp", "gunicorn.arbiter",
@@ -46,7 +46,15 @@ PRELOAD = [
     # and the standard library's that they do not import
     "gzip", "mmap", "multiprocessing", "resource", "sqlite3", "timeit", "wsgiref.simple_server",
 ]
-NEVER = ("prometheus_client", "recur", "recur_server", "recur_cli", "recur_client", "wsgi", "harness", "bench")
+# The server's own modules, which a web process (gunicorn's settings, worker class and app) and a worker import:
+# about half of what a start of each still cost (a stack's start and stop, 0.75 CPU-s, took 0.37 with them).
+# They do no work when imported but for prometheus-client's one choice: its value class, multiprocess when
+# PROMETHEUS_MULTIPROC_DIR is set, as it always is for these processes (harness.servers.Process). Each value
+# opens its file again from the environment's directory at its first use after a fork (the pid changed), so
+# a child counts in its own test's directory, never in the one set here.
+SERVER = ["recur_server.factory", "recur_server.processes.gunicorn_conf", "recur_server.processes.worker",
+          "recur_server.serving"]
+NEVER = ("recur_cli", "recur_client", "wsgi", "harness", "bench")
 
 
 def _serve(path: str) -> tuple[str, list[str]]:
@@ -58,6 +66,9 @@ def _serve(path: str) -> tuple[str, list[str]]:
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(os.path.dirname(path), "metrics")
+    for name in SERVER:
+        importlib.import_module(name)
     leaked = sorted(m for m in sys.modules if m.split(".")[0] in NEVER)
     assert not leaked, f"preloaded modules import {leaked}"
     # What is imported stays out of the garbage collector's passes in every child: a pass over it would touch,

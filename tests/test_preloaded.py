@@ -1,6 +1,7 @@
 """harness/preloaded.py: a process forked from the preloading interpreter lives as the command would: the
-test's environment, directory, arguments and log, the script run as __main__ with Recur's modules imported
-afresh, its exit status (a code, or the signal that killed it), its atexit handlers run at its end."""
+test's environment, directory, arguments and log, the script run as __main__ (the libraries and the server
+preloaded, the rest imported afresh), its exit status (a code, or the signal that killed it), its atexit
+handlers run at its end."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import atexit, os, sys, threading, time
 print("argv", sys.argv)
 print("cwd", os.getcwd())
 print("env", os.environ.get("RECUR_PRELOAD_PROBE"), os.environ.get("HOME"))
-print("fresh", "recur_server" not in sys.modules, "flask" in sys.modules)
-import recur_server.infra.clock  # the project's own modules, imported here
+print("preloaded", "flask" in sys.modules, "recur_server.factory" in sys.modules, "recur_cli" in sys.modules)
+import recur_cli  # what is not preloaded is imported here
 print("path", sys.path[0])
 atexit.register(lambda: print("atexit ran", flush=True))
 # A thread that is no daemon is waited for before the atexit handlers, as the interpreter does.
@@ -45,7 +46,7 @@ def test_a_preloaded_child_runs_the_script_with_the_tests_environment_directory_
     assert f"argv ['{tmp_path / 'probe.py'}', '3']" in output, output
     assert f"cwd {tmp_path}" in output
     assert "env seen None" in output  # the test's environment only: not this process's HOME
-    assert "fresh True True" in output  # the libraries preloaded, Recur's modules not
+    assert "preloaded True True False" in output  # the libraries and the server preloaded, the rest not
     assert f"path {tmp_path}" in output
     assert output.index("thread ended") < output.index("atexit ran")  # it ended as an interpreter ends
 
