@@ -25,6 +25,7 @@ import io
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -229,9 +230,7 @@ class Preloader:
             self._process.wait(10)
         if self._process.stdout is not None:
             self._process.stdout.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self._path)
-            os.rmdir(self._directory)
+        shutil.rmtree(self._directory, ignore_errors=True)  # its socket, and the metrics of its own imports
 
 
 _preloader: Preloader | None = None

@@ -5,6 +5,7 @@ handlers run at its end."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -69,3 +70,11 @@ def test_a_preloaded_python_m_command_reads_its_input_and_keeps_its_output_and_e
                          input="given")
     assert (done.returncode, done.stdout, done.stderr) == (1, "out ['a', 'b'] GIVEN\n", "err\ngave up\n")
     assert done.args[:3] == [sys.executable, "-m", "probe_module"]
+
+
+def test_a_closed_preloading_process_leaves_no_directory_behind() -> None:
+    own = preloaded.Preloader()
+    directory = own._directory
+    assert os.path.isdir(os.path.join(directory, "metrics"))  # where its own imports count, none of a test's
+    own.close()
+    assert not os.path.exists(directory)
