@@ -1,9 +1,9 @@
-"""Which shard of a pass runs each test file (scripts/test runs each pass as RECUR_TEST_SHARDS shards at once, three
-by default; tests/conftest.py collects only a shard's files): the largest files first, each to the shard with the least
-time so far, so that the shards of a pass end together (the suite lasts as long as its longest shard). A file's time
-is its seconds of a pass as measured; a file not listed here took under a second in either pass when measured, and
-counts as half a second. The placement needs only the files' names, so a shard imports and collects its own files
-alone (collecting all of them cost each of the six shards 4-5 s of CPU).
+"""The order in which the shards of a pass take its test files (harness/claims.py; scripts/test runs each pass as
+RECUR_TEST_SHARDS shards at once, three by default): the longest first, so that the last files taken are short ones
+and the shards end together. A file's time is its seconds of a pass as measured; a file not listed here took under
+a second in either pass when measured, and counts as half a second. `shards` places the files in advance instead
+(RECUR_TEST_SHARD without RECUR_TEST_CLAIMS: each to the shard with the least time so far), which needs only their
+names, so such a shard imports and collects its own files alone.
 
 Measured with RECUR_TEST_CPU_REPORT (harness/cpu_report.py: the second column, wall seconds, summed per file and
 pass) in a whole run of scripts/test; refresh the table when a file's time changes much:
@@ -142,20 +142,25 @@ SECONDS = {
 UNLISTED = 0.5  # seconds: a file under a second in either pass when the table was measured
 
 
+def longest_first(files: list[str], database: str) -> list[str]:
+    """The test files (by name) of a pass, the longest first; ties (and the files of no known time) by a hash of
+    the name, stable across runs."""
+    column = 0 if database == "sqlite" else 1
+    return sorted(set(files), key=lambda name: (-seconds(name, column), zlib.crc32(name.encode())))
+
+
+def seconds(name: str, column: int) -> float:
+    known = SECONDS.get(name)
+    return UNLISTED if known is None else float(known[column])
+
+
 def shards(files: list[str], count: int, database: str) -> dict[str, int]:
     """The shard (0 to count - 1) of each test file (by name) of a pass."""
     column = 0 if database == "sqlite" else 1
-
-    def seconds(name: str) -> float:
-        known = SECONDS.get(name)
-        return UNLISTED if known is None else float(known[column])
-
-    # Longest first; ties (and the files of no known time) by a hash of the name, stable across runs.
-    order = sorted(set(files), key=lambda name: (-seconds(name), zlib.crc32(name.encode())))
     load = [0.0] * count
     placed = {}
-    for name in order:
+    for name in longest_first(files, database):
         shard = min(range(count), key=lambda index: (load[index], index))
         placed[name] = shard
-        load[shard] += seconds(name)
+        load[shard] += seconds(name, column)
     return placed

@@ -26,7 +26,8 @@ from recur_server.infra import clock
 from recur_server.infra.extensions import db
 from recur_server.services.schema import ensure_schema
 
-pytest_plugins = ["harness.cpu_report"]  # RECUR_TEST_CPU_REPORT=FILE: each test's CPU seconds
+# RECUR_TEST_CPU_REPORT=FILE: each test's CPU seconds; RECUR_TEST_CLAIMS=DIR: the shards take files as they go
+pytest_plugins = ["harness.cpu_report", "harness.claims"]
 
 # The property tests draw the same examples on every run (a red CI is then a change, never a draw of the dice,
 # and the suite's time does not depend on one); RECUR_HYPOTHESIS=explore draws new ones each run, to look for
@@ -100,9 +101,10 @@ def _in_this_pass(item: pytest.Item) -> bool:
 
 def _shard() -> tuple[int, int] | None:
     """RECUR_TEST_SHARD="i/n" (1 <= i <= n): this process runs shard i of the n of its pass's test files
-    (harness/shards.py deals them out by their measured time; scripts/test runs each pass as three shards)."""
+    (harness/shards.py deals them out by their measured time), unless RECUR_TEST_CLAIMS is set too: the shards
+    then take files as they go (harness/claims.py; scripts/test runs each pass as three shards so)."""
     value = os.environ.get("RECUR_TEST_SHARD", "")
-    if not value:
+    if not value or os.environ.get("RECUR_TEST_CLAIMS"):
         return None
     index, _, count = value.partition("/")
     if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):

@@ -1,0 +1,64 @@
+"""The shards of a pass take test files as they go (harness/claims.py): real pytest processes sharing one claims
+directory run every test exactly once, each file whole in one process, module fixtures torn down once per file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.shards import longest_first
+
+FILE = '''
+import os, time, pytest
+
+@pytest.fixture(scope="module")
+def module_fixture():
+    with open(os.environ["LOG"], "a") as log:
+        log.write(f"setup {{os.getpid()}} {name}\\n")
+    yield
+    with open(os.environ["LOG"], "a") as log:
+        log.write(f"teardown {{os.getpid()}} {name}\\n")
+
+@pytest.mark.parametrize("n", range(3))
+def test_it(module_fixture, n):
+    time.sleep({pause})
+    with open(os.environ["LOG"], "a") as log:
+        log.write(f"ran {{os.getpid()}} {name} {{n}}\\n")
+'''
+
+
+def test_processes_sharing_a_claims_directory_run_each_file_once_and_whole(tmp_path: Path) -> None:
+    names = [f"test_c{index}.py" for index in range(8)]
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for index, name in enumerate(names):
+        (suite / name).write_text(FILE.format(name=name, pause=0.05 if index % 3 else 0.2))
+    claims, log = tmp_path / "claims", tmp_path / "log"
+    claims.mkdir()
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "RECUR_TEST_CLAIMS": str(claims), "LOG": str(log), "PYTHONPATH": str(root)}
+    env.pop("RECUR_TEST_SHARD", None)
+    processes = [subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "harness.claims", "-p",
+                                   "no:cacheprovider", str(suite)], cwd=suite, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(3)]
+    outputs = [process.communicate(timeout=120)[0].decode() for process in processes]
+    assert [process.returncode for process in processes] == [0, 0, 0], outputs
+
+    lines = [line.split() for line in log.read_text().splitlines()]
+    ran = sorted((line[2], line[3]) for line in lines if line[0] == "ran")
+    assert ran == sorted((name, str(n)) for name in names for n in range(3))  # each test once, none left
+    runner: dict[str, str] = {}
+    for _kind, pid, name, *_ in lines:
+        assert runner.setdefault(name, pid) == pid, f"{name} ran in two processes"
+    for name in names:  # the module fixture: one setup, one teardown, around the file's three tests
+        events = [line[0] for line in lines if line[2] == name]
+        assert events == ["setup", "ran", "ran", "ran", "teardown"], (name, events)
+    assert sorted(path.name for path in claims.iterdir()) == sorted(f"{name}.claim" for name in names)
+    assert len(set(runner.values())) > 1  # the work was shared
+
+
+def test_the_longest_files_come_first_and_unknown_ones_last() -> None:
+    order = longest_first(["test_api.py", "test_new_and_unmeasured.py", "test_collisions_e2e.py"], "sqlite")
+    assert order == ["test_collisions_e2e.py", "test_api.py", "test_new_and_unmeasured.py"]
