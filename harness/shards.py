@@ -1,5 +1,5 @@
 """The order in which the shards of a pass take its test files (harness/claims.py; scripts/test runs each pass as
-RECUR_TEST_SHARDS shards at once, three by default): the longest first, so that the last files taken are short ones
+RECUR_TEST_SHARDS shards at once, four by default): the longest first, so that the last files taken are short ones
 and the shards end together. A file's time is its seconds of a pass as measured; a file not listed here took under
 a second in either pass when measured, and counts as half a second. `shards` places the files in advance instead
 (RECUR_TEST_SHARD without RECUR_TEST_CLAIMS: each to the shard with the least time so far), which needs only their

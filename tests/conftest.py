@@ -102,7 +102,7 @@ def _in_this_pass(item: pytest.Item) -> bool:
 def _shard() -> tuple[int, int] | None:
     """RECUR_TEST_SHARD="i/n" (1 <= i <= n): this process runs shard i of the n of its pass's test files
     (harness/shards.py deals them out by their measured time), unless RECUR_TEST_CLAIMS is set too: the shards
-    then take files as they go (harness/claims.py; scripts/test runs each pass as three shards so)."""
+    then take files as they go (harness/claims.py; scripts/test runs each pass as four shards so)."""
     value = os.environ.get("RECUR_TEST_SHARD", "")
     if not value or os.environ.get("RECUR_TEST_CLAIMS"):
         return None
