@@ -5,6 +5,10 @@ tests and then, whenever it is ready for the next file, takes the longest file t
 whose files ran long simply takes fewer of them, so the shards of a pass end within about one short file of each
 other, whatever the machine's load did to any of them; a placement fixed in advance ended 30-90 s apart.
 
+A file none of whose tests uses the database runs on the SQLite pass alone; with RECUR_TEST_CLAIMS_EITHER (a
+directory both passes share) the shards of either pass may take it there instead, so that the pass with less left
+takes more of them and the two passes end together (they ended 21-24 s apart with each pass's own).
+
 Without RECUR_TEST_CLAIMS, pytest runs its items as usual (RECUR_TEST_SHARD's fixed placement, tests/conftest.py,
 still works alone)."""
 
@@ -15,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.passes import either_pass_files
 from harness.shards import longest_first
 
 _taken: list[str] = []
@@ -31,12 +36,15 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     for item in session.items:
         files.setdefault(item.nodeid.split("::")[0], []).append(item)
     database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
+    either = os.environ.get("RECUR_TEST_CLAIMS_EITHER")
+    shared = either_pass_files(session.items) if either else set()
     by_name = {Path(nodeid).name: nodeid for nodeid in files}
     order = iter([by_name[name] for name in longest_first(list(by_name), database)])
 
     def take() -> list[pytest.Item] | None:
         for nodeid in order:
-            path = Path(directory) / (nodeid.replace("/", "__") + ".claim")
+            where = either if either and nodeid in shared else directory
+            path = Path(where) / (nodeid.replace("/", "__") + ".claim")
             try:
                 claim = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:

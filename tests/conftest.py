@@ -16,6 +16,7 @@ from redis import Redis
 
 from harness import route_builders
 from harness.databases import PostgresDatabases, SqliteDatabases
+from harness.passes import either_pass_files, uses_database
 from harness.pgcluster import POSTGRES_BIN, PgServer, single_server
 from harness.receiver import Receiver
 from harness.servers import LOOPBACK_EGRESS, RedisServer, free_port, print_logs_if_failed
@@ -90,9 +91,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     the others (pure time and policy math, signing, Redis-only tests) already ran on the SQLite pass, and
     would run the same code again. A test that reaches the database by another way than the
     `database_url` (or `empty_database_url`) fixture says so with the `database` marker. With
-    RECUR_TEST_SHARD, only this shard's test files."""
+    RECUR_TEST_SHARD, only this shard's test files. With RECUR_TEST_CLAIMS_EITHER, a file none of whose tests
+    uses the database stays on the PostgreSQL pass too: either pass's shards may take it (harness/claims.py),
+    and it runs once."""
     shard = _shard()
-    keep = [item for item in items if _in_this_pass(item)
+    either = either_pass_files(items) if os.environ.get("RECUR_TEST_CLAIMS_EITHER") else set()
+    keep = [item for item in items if (_in_this_pass(item) or item.nodeid.split("::")[0] in either)
             and (shard is None or _placement(shard[1])[item.path.name] == shard[0])]
     if len(keep) < len(items):
         kept = set(map(id, keep))
@@ -101,9 +105,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _in_this_pass(item: pytest.Item) -> bool:
-    fixtures = set(getattr(item, "fixturenames", ()))
-    uses_database = fixtures & {"database_url", "empty_database_url"} or item.get_closest_marker("database")
-    return bool(uses_database or not os.environ.get("RECUR_TEST_POSTGRES"))
+    return uses_database(item) or not os.environ.get("RECUR_TEST_POSTGRES")
 
 
 def _shard() -> tuple[int, int] | None:

@@ -59,6 +59,55 @@ def test_processes_sharing_a_claims_directory_run_each_file_once_and_whole(tmp_p
     assert len(set(runner.values())) > 1  # the work was shared
 
 
+DATABASE_FILE = '''
+import os, pytest
+
+@pytest.mark.database
+@pytest.mark.parametrize("n", range(2))
+def test_it(n):
+    with open(os.environ["LOG"], "a") as log:
+        log.write(f"ran {{os.environ['PASS']}} {name} {{n}}\\n")
+'''
+
+
+def test_a_file_without_the_database_runs_once_on_either_pass_and_the_others_once_on_each(tmp_path: Path) -> None:
+    suite, log = tmp_path / "suite", tmp_path / "log"
+    suite.mkdir()
+    database = [f"test_d{index}.py" for index in range(4)]
+    either = [f"test_e{index}.py" for index in range(6)]
+    for name in database:
+        (suite / name).write_text(DATABASE_FILE.format(name=name))
+    for name in either:
+        source = FILE.format(name=name, pause=0.05)
+        (suite / name).write_text(source.replace("ran {os.getpid()}", "ran {os.environ['PASS']}"))
+    directories = {name: tmp_path / name for name in ("sqlite", "postgres", "either")}
+    for directory in directories.values():
+        directory.mkdir()
+    root = Path(__file__).resolve().parent.parent
+    processes = []
+    for database_pass in ("sqlite", "sqlite", "postgres", "postgres"):
+        env = {**os.environ, "RECUR_TEST_CLAIMS": str(directories[database_pass]), "PASS": database_pass,
+               "RECUR_TEST_CLAIMS_EITHER": str(directories["either"]), "LOG": str(log), "PYTHONPATH": str(root)}
+        env.pop("RECUR_TEST_SHARD", None)
+        env.pop("RECUR_TEST_POSTGRES", None)
+        if database_pass == "postgres":
+            env["RECUR_TEST_POSTGRES"] = "postgresql://unused"
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-q", "-p", "harness.claims", "-p", "no:cacheprovider", str(suite)],
+            cwd=suite, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    outputs = [process.communicate(timeout=120)[0].decode() for process in processes]
+    assert [process.returncode for process in processes] == [0, 0, 0, 0], outputs
+
+    ran = sorted(tuple(line.split()[1:]) for line in log.read_text().splitlines() if line.startswith("ran"))
+    assert [run for run in ran if run[1] in database] == sorted(
+        (database_pass, name, str(n)) for database_pass in ("sqlite", "postgres") for name in database
+        for n in range(2))
+    either_runs = [run for run in ran if run[1] in either]
+    assert sorted((name, n) for _, name, n in either_runs) == sorted(
+        (name, str(n)) for name in either for n in range(3))
+    assert len({(name, database_pass) for database_pass, name, _ in either_runs}) == len(either)  # each on one pass
+
+
 def test_the_longest_files_come_first_and_unknown_ones_last() -> None:
     order = longest_first(["test_api.py", "test_new_and_unmeasured.py", "test_collisions_e2e.py"], "sqlite")
     assert order == ["test_collisions_e2e.py", "test_api.py", "test_new_and_unmeasured.py"]
