@@ -29,6 +29,14 @@ def test_it(module_fixture, n):
 '''
 
 
+def _outside_the_suite() -> dict[str, str]:
+    """This process's environment without what scripts/test gives the suite's own shards (their claim
+    directories above all: the processes a test starts must not take files of the suite's)."""
+    return {name: value for name, value in os.environ.items()
+            if name not in {"RECUR_TEST_CLAIMS", "RECUR_TEST_CLAIMS_EITHER", "RECUR_TEST_SHARD", "RECUR_TEST_POSTGRES",
+                            "RECUR_TEST_CPU_REPORT"}}
+
+
 def test_processes_sharing_a_claims_directory_run_each_file_once_and_whole(tmp_path: Path) -> None:
     names = [f"test_c{index}.py" for index in range(8)]
     suite = tmp_path / "suite"
@@ -38,8 +46,7 @@ def test_processes_sharing_a_claims_directory_run_each_file_once_and_whole(tmp_p
     claims, log = tmp_path / "claims", tmp_path / "log"
     claims.mkdir()
     root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "RECUR_TEST_CLAIMS": str(claims), "LOG": str(log), "PYTHONPATH": str(root)}
-    env.pop("RECUR_TEST_SHARD", None)
+    env = {**_outside_the_suite(), "RECUR_TEST_CLAIMS": str(claims), "LOG": str(log), "PYTHONPATH": str(root)}
     processes = [subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "harness.claims", "-p",
                                    "no:cacheprovider", str(suite)], cwd=suite, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(3)]
@@ -86,10 +93,8 @@ def test_a_file_without_the_database_runs_once_on_either_pass_and_the_others_onc
     root = Path(__file__).resolve().parent.parent
     processes = []
     for database_pass in ("sqlite", "sqlite", "postgres", "postgres"):
-        env = {**os.environ, "RECUR_TEST_CLAIMS": str(directories[database_pass]), "PASS": database_pass,
+        env = {**_outside_the_suite(), "RECUR_TEST_CLAIMS": str(directories[database_pass]), "PASS": database_pass,
                "RECUR_TEST_CLAIMS_EITHER": str(directories["either"]), "LOG": str(log), "PYTHONPATH": str(root)}
-        env.pop("RECUR_TEST_SHARD", None)
-        env.pop("RECUR_TEST_POSTGRES", None)
         if database_pass == "postgres":
             env["RECUR_TEST_POSTGRES"] = "postgresql://unused"
         processes.append(subprocess.Popen(
