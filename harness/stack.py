@@ -5,6 +5,7 @@ The `stack` fixture (tests/conftest.py) makes one per test."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from datetime import datetime
@@ -98,10 +99,11 @@ class Stack:
         return worker
 
     def wait_workers_ready(self, timeout: float = 60) -> None:
-        """Until every worker started so far listens on its queue: on a loaded machine a worker takes
-        seconds to start, and ticks that come due before any worker listens are (rightly) missed."""
+        """Until every worker started so far listens on its queues with every slot it starts with: on a loaded
+        machine a worker takes seconds to start, ticks that come due before any worker listens are (rightly)
+        missed, and a slot still starting when a test stops Redis dies on the refused connection."""
         for worker in self.workers:
-            wait_for(lambda w=worker: "Listening on" in w.output(), timeout, what="a worker to start")
+            wait_for(lambda w=worker: _all_slots_listen(w.output()), timeout, what="a worker's slots to start")
 
     def console_page(self, browser: Any, **context: Any) -> Any:
         """A page of a new context of a Playwright `browser` (New York's zone; `context` adds options such as
@@ -132,3 +134,10 @@ def three_runs_to_done(stack: Stack) -> list[dict[str, Any]]:
     assert sorted((r["repeat_number"], r["retry_number"], r["status"]) for r in runs) == [
         (0, 0, "succeeded"), (1, 0, "succeeded"), (2, 0, "succeeded")]
     return runs
+
+
+def _all_slots_listen(output: str) -> bool:
+    """Whether a worker's log shows each slot it starts with listening (one RQ worker's "Listening on" line a
+    slot; a worker of one slot logs no slot count)."""
+    slots = re.search(r"runs (\d+) to \d+ slots", output)
+    return output.count("Listening on") >= (int(slots.group(1)) if slots else 1)
