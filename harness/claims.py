@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.passes import either_pass_files
+from harness.passes import either_pass_files, file_of
 from harness.shards import longest_first
 
 _taken: list[str] = []
@@ -34,7 +34,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
         raise session.Interrupted(f"{session.testsfailed} errors during collection")
     files: dict[str, list[pytest.Item]] = {}
     for item in session.items:
-        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+        files.setdefault(file_of(item), []).append(item)
     database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
     either = os.environ.get("RECUR_TEST_CLAIMS_EITHER")
     shared = either_pass_files(session.items) if either else set()

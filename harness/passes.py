@@ -13,10 +13,15 @@ def uses_database(item: pytest.Item) -> bool:
     return bool(fixtures & {"database_url", "empty_database_url"} or item.get_closest_marker("database"))
 
 
+def file_of(item: pytest.Item) -> str:
+    """A test's file, as its node id names it (tests/test_x.py)."""
+    return item.nodeid.split("::")[0]
+
+
 def either_pass_files(items: list[pytest.Item]) -> set[str]:
     """The files (node ids) none of whose tests uses the database: either pass may run them."""
     files: dict[str, bool] = {}
     for item in items:
-        path = item.nodeid.split("::")[0]
+        path = file_of(item)
         files[path] = files.get(path, False) or uses_database(item)
     return {path for path, database in files.items() if not database}

@@ -16,7 +16,7 @@ from redis import Redis
 
 from harness import route_builders
 from harness.databases import PostgresDatabases, SqliteDatabases
-from harness.passes import either_pass_files, uses_database
+from harness.passes import either_pass_files, file_of, uses_database
 from harness.pgcluster import POSTGRES_BIN, PgServer, single_server
 from harness.receiver import Receiver
 from harness.servers import LOOPBACK_EGRESS, RedisServer, free_port, print_logs_if_failed
@@ -96,7 +96,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     and it runs once."""
     shard = _shard()
     either = either_pass_files(items) if os.environ.get("RECUR_TEST_CLAIMS_EITHER") else set()
-    keep = [item for item in items if (_in_this_pass(item) or item.nodeid.split("::")[0] in either)
+    keep = [item for item in items if (_in_this_pass(item) or file_of(item) in either)
             and (shard is None or _placement(shard[1])[item.path.name] == shard[0])]
     if len(keep) < len(items):
         kept = set(map(id, keep))
