@@ -259,12 +259,15 @@ def serve_web(env: dict[str, str], log_path: Path, answers: Callable[[int], bool
                          + log_path.read_text(errors="replace")[-3000:])
 
 
-def start_worker(env: dict[str, str], log_path: Path, *extra: str, new_session: bool = False,
-                 cwd: Path = ROOT) -> Process:
+def start_worker(env: dict[str, str], log_path: Path, *extra: str, slots: int | None = None,
+                 new_session: bool = False, cwd: Path = ROOT) -> Process:
+    """worker.py with `extra` arguments and `slots` slots (its --concurrency; None: as `extra` says, else the
+    worker's own default, as the Procfile starts it)."""
     import sys
 
-    return Process([sys.executable, "worker.py", *extra], env, log_path, new_session=new_session, cwd=cwd,
-                   preload=cwd == ROOT)
+    assert slots is None or "--concurrency" not in extra, "slots, or --concurrency in extra, not both"
+    argv = [sys.executable, "worker.py", *extra, *(() if slots is None else ("--concurrency", str(slots)))]
+    return Process(argv, env, log_path, new_session=new_session, cwd=cwd, preload=cwd == ROOT)
 
 
 def flask_command(env: dict[str, str], *args: str) -> str:

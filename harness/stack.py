@@ -92,9 +92,14 @@ class Stack:
         self.web, self.api = serve_api(self.env, tmp_path / "web.log", cwd=cwd, workers=web_workers)
         self.workers: list[Process] = []
 
-    def start_worker(self, *extra: str) -> Process:
-        """A worker.py with `extra` arguments (a mode: --fork, --simple)."""
-        worker = start_worker(self.env, self.tmp_path / f"worker{len(self.workers)}.log", *extra, cwd=self.cwd)
+    def start_worker(self, *extra: str, slots: int | None = 1) -> Process:
+        """A worker.py with `extra` arguments (a mode: --fork, --simple) and `slots` slots (None: the worker's
+        default, four, as the Procfile starts it). One unless the test asks for more (here or with
+        --concurrency in `extra`): each slot is an RQ worker forked and registered as the worker starts, and
+        a test that runs one task at a time waits for slots it never uses."""
+        slots = None if "--concurrency" in extra else slots
+        worker = start_worker(self.env, self.tmp_path / f"worker{len(self.workers)}.log", *extra, slots=slots,
+                              cwd=self.cwd)
         self.workers.append(worker)
         return worker
 

@@ -112,7 +112,7 @@ def skewed(tmp_path: Path, redis_server: RedisServer, database_url: str) -> Iter
         modes = os.environ.get("RECUR_SKEW_WORKERS", "simple,simple").split(",")
         for name, shift, mode in (("behind", behind, modes[0]), ("ahead", ahead, modes[-1])):
             extra = ["--simple"] if mode == "simple" else []
-            processes.append(start_worker({**env, **shift}, tmp_path / f"worker-{name}.log", *extra))
+            processes.append(start_worker({**env, **shift}, tmp_path / f"worker-{name}.log", *extra, slots=1))
         for process in processes[1:]:
             wait_for(lambda p=process: "Listening on" in p.output(), 60, what="a worker to start")
         yield {"api": api, "redis": redis, "processes": processes}

@@ -138,14 +138,19 @@ def test_catch_up_after_every_worker_was_down_for_five_intervals(stack: Stack) -
 
 # --- overlap ------------------------------------------------------------------------------------------
 
-WORKERS_FOR = {"skip": 1, "buffer_one": 1, "buffer_all": 1, "cancel_other": 2, "allow_all": 4}
+# Workers and slots each: room for a run to overlap another where the policy must prevent it (two slots),
+# a tick to start on time on another worker beside the run it cancels, and three-second runs every second
+# to overlap (three at once, and one as the oldest ends).
+WORKERS_FOR = {"skip": (1, 2), "buffer_one": (1, 2), "buffer_all": (1, 2), "cancel_other": (2, 1),
+               "allow_all": (2, 3)}
 
 
 @pytest.mark.parametrize("policy", list(WORKERS_FOR))
 def test_a_three_second_task_on_a_one_second_schedule(stack: Stack, policy: str) -> None:
     log = _with_log(stack)
-    for _ in range(WORKERS_FOR[policy]):
-        stack.start_worker()
+    workers, slots = WORKERS_FOR[policy]
+    for _ in range(workers):
+        stack.start_worker(slots=slots)
     stack.wait_workers_ready()
     workflow = _workflow(stack, "builtin.sleep")
     schedule_id = _schedule(stack, workflow, policy, interval_seconds=1, overlap=policy,
@@ -225,7 +230,7 @@ def test_trigger_twice_with_one_idempotency_key_starts_one_run(stack: Stack) -> 
 
 def test_backfill_of_a_past_hour_of_a_ten_minute_cron(stack: Stack) -> None:
     log = _with_log(stack)
-    stack.start_worker()
+    stack.start_worker(slots=2)  # room for two of its runs at once, which the backfill must not take
     workflow = _workflow(stack)
     schedule_id = _schedule(stack, workflow, "ten", cron="*/10 * * * *")
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
@@ -260,7 +265,7 @@ def test_backfill_of_a_past_hour_of_a_ten_minute_cron(stack: Stack) -> None:
 def test_a_workflow_with_two_slots_never_runs_more_than_two(stack: Stack) -> None:
     log = _with_log(stack)
     for _ in range(4):  # enough workers to run four at once without the limit
-        stack.start_worker()
+        stack.start_worker()  # one slot each
     stack.wait_workers_ready()
     workflow = _workflow(stack, "builtin.sleep", max_concurrent_runs=2)
     at = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)

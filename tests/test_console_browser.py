@@ -48,7 +48,7 @@ def _history_shows(page, wanted: Callable[[str], bool]) -> bool:  # type: ignore
 def test_sign_in_create_watch_pause_resume_and_read_the_history(stack, page):
     from playwright.sync_api import expect
 
-    stack.start_worker()
+    stack.start_worker(slots=None)  # as the Procfile starts it: the health page's screenshot shows its slots
     base = stack.api.base
     page.goto(base + "/")
     expect(page).to_have_url(base + "/signin?next=/schedules?")

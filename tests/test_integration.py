@@ -11,7 +11,6 @@ import pytest
 from harness.servers import RedisServer, flask_command, wait_for
 from harness.stack import Api, Stack, parse_instant, serve_api, three_runs_to_done
 from harness.tokens import token_from_cli
-from recur_server.workers.slots import default_concurrency
 
 pytestmark = pytest.mark.integration
 
@@ -178,7 +177,7 @@ def test_a_worker_rides_out_redis_going_away_in_the_middle_of_a_link(tmp_path, d
     redis = RedisServer(tmp_path / "redis")
     stack = Stack(tmp_path, redis, database_url)
     try:
-        worker = stack.start_worker(*mode)
+        worker = stack.start_worker(*mode, slots=2)
         schedule_id = _sleeping_schedule_running(stack, "outage", trigger_payload={"seconds": 1}, timeout_seconds=10)
         redis.restart(down_seconds=3)  # the task ends while Redis is away
         back = datetime.now(UTC)
@@ -191,7 +190,7 @@ def test_a_worker_rides_out_redis_going_away_in_the_middle_of_a_link(tmp_path, d
         assert worker.alive(), worker.output()[-3000:]
         # RQ registers a worker once, at birth: `rq info`, the console and recur_workers list it again only
         # if it writes its registration back when Redis comes back without it.
-        slots = default_concurrency(0)  # each of the worker's slots is an RQ worker of its own
+        slots = 2  # each of the worker's slots is an RQ worker of its own
 
         def relisted() -> list[Any]:
             listed = _workers_listed(redis.url)

@@ -34,7 +34,7 @@ def _schedule(stack: Stack, task: str, payload: dict, **fields: object) -> str: 
 ])
 def test_a_task_that_takes_its_process_down_fails_its_attempt_and_the_chain_goes_on(
         stack: Stack, task: str, payload: dict, fields: dict, error: str) -> None:  # type: ignore[type-arg]
-    worker = start_worker(stack.env, stack.tmp_path / "worker.log", "--max-memory-mb", "200")
+    worker = start_worker(stack.env, stack.tmp_path / "worker.log", "--max-memory-mb", "200", slots=1)
     stack.workers.append(worker)
     schedule_id = _schedule(stack, task, payload, **fields)
 
@@ -56,7 +56,7 @@ def test_a_task_that_takes_its_process_down_fails_its_attempt_and_the_chain_goes
 def test_a_killed_worker_takes_its_work_process_with_it(stack: Stack) -> None:
     """SIGKILL to the worker alone: its work process must not run the task on as an orphan after its run is
     written off. It dies with the worker; another worker writes the run off and the chain goes on there."""
-    first = start_worker(stack.env, stack.tmp_path / "first.log")
+    first = start_worker(stack.env, stack.tmp_path / "first.log", slots=1)
     stack.workers.append(first)
     path = stack.tmp_path / "pids.txt"
     schedule_id = _schedule(stack, "tests.pid_then_sleep", {"path": str(path), "sleep": 30}, total_repeats=1)
@@ -66,7 +66,7 @@ def test_a_killed_worker_takes_its_work_process_with_it(stack: Stack) -> None:
     first.kill()
     wait_for(lambda: not pid_alive(body), 3, interval=0.05, what="the work process to die with its worker")
 
-    stack.workers.append(start_worker(stack.env, stack.tmp_path / "second.log"))
+    stack.workers.append(start_worker(stack.env, stack.tmp_path / "second.log", slots=1))
     wait_for(lambda: stack.api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["status"] == "done", 90,
              interval=0.2, what="the chain to finish on the other worker")
     attempts = [(r["retry_number"], r["status"]) for r in stack.api.runs(schedule_id) if r["reason"] is None]
@@ -79,7 +79,7 @@ def test_a_manual_run_outlives_its_killed_worker_and_records_itself_once(stack: 
     records the run itself; no other worker writes it off or runs the body again (docs/semantics.md)."""
     from datetime import UTC, datetime, timedelta
 
-    first = start_worker(stack.env, stack.tmp_path / "first.log")
+    first = start_worker(stack.env, stack.tmp_path / "first.log", slots=1)
     stack.workers.append(first)
     path = stack.tmp_path / "pids.txt"
     schedule_id = _schedule(stack, "tests.pid_then_sleep", {"path": str(path), "sleep": 6},
@@ -90,7 +90,7 @@ def test_a_manual_run_outlives_its_killed_worker_and_records_itself_once(stack: 
     first.kill()
     wait_for(lambda: not first.alive(), 5, interval=0.05, what="the worker to die")
     assert pid_alive(body)  # its own process group and no parent-death signal: it runs on
-    stack.workers.append(start_worker(stack.env, stack.tmp_path / "second.log"))  # a reconciler, looking on
+    stack.workers.append(start_worker(stack.env, stack.tmp_path / "second.log", slots=1))  # a reconciler, looking on
 
     def ended() -> list:  # type: ignore[type-arg]
         return [r for r in stack.api.runs(schedule_id) if r["id"] == run_id and r["status"] != "running"]

@@ -66,7 +66,7 @@ def test_the_procfiles_processes_as_written_count_in_one_place_per_host(tmp_path
 def _counters_match_the_run_table(stack) -> None:  # type: ignore[no-untyped-def]
     api = stack.api
     for _ in range(2):
-        stack.start_worker()
+        stack.start_worker(slots=2)  # several slots each: the live-worker count is of processes, not slots
     made = {}
     for task, fields in (
         ("builtin.noop", {"total_repeats": 8}),

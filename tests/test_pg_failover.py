@@ -69,7 +69,7 @@ def test_worker_chains_survive_a_postgresql_failover(tmp_path: Path) -> None:
     try:
         web, api = serve_api(env, tmp_path / "web.log")
         processes.append(web)
-        processes += [start_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
+        processes += [start_worker(env, tmp_path / f"worker{i}.log", slots=1) for i in range(2)]
         workflow = api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
         ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"s{i}", "workflow_id": workflow["id"],
                                                      "interval_seconds": 1})["id"] for i in range(50)]

@@ -141,7 +141,7 @@ def test_worker_chains_survive_a_master_failover(cluster: Cluster, tmp_path: Pat
     web, api = serve_api(env, tmp_path / "web.log")
     processes = [web]
     try:
-        processes += [start_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
+        processes += [start_worker(env, tmp_path / f"worker{i}.log", slots=1) for i in range(2)]
         workflow = api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
         ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"s{i}", "workflow_id": workflow["id"],
                                                      "interval_seconds": 1})["id"] for i in range(50)]

@@ -153,7 +153,7 @@ def test_a_worker_started_as_the_procfile_starts_it_runs_four_tasks_at_once(stac
     """No --concurrency and no RECUR_WORKER_CONCURRENCY: the default (four slots on a machine of up to four
     cores) runs four slow tasks at once, so one of them does not hold the others back."""
     stack.env.pop("RECUR_WORKER_CONCURRENCY", None)
-    stack.start_worker("--name", "slots")
+    stack.start_worker("--name", "slots", slots=None)
     stack.wait_workers_ready()
     expected = default_concurrency(0)
     ids = _sleepers(stack, expected, 2)

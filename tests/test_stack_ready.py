@@ -8,7 +8,7 @@ from recur_server.workers.slots import default_concurrency
 
 
 def test_a_worker_is_ready_once_every_slot_it_starts_with_listens(stack):
-    worker = stack.start_worker()
+    worker = stack.start_worker(slots=None)  # the worker's default: four
     stack.wait_workers_ready()
     assert worker.output().count("Listening on") == default_concurrency(0)
 

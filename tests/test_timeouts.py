@@ -146,7 +146,7 @@ def _first_attempt_ended(schedule_id: str) -> bool:
 
 
 def test_the_forking_worker_kills_a_task_that_ignores_its_timeout(workers, worker_env, tmp_path):
-    workers.append(start_worker(worker_env, tmp_path / "worker.log"))
+    workers.append(start_worker(worker_env, tmp_path / "worker.log", slots=1))
     schedule_id = _stuck_schedule()
     wait_for(lambda: _first_attempt_ended(schedule_id), 30, interval=0.2, what="the first attempt to end")
     wait_for(lambda: _done(schedule_id), 20, interval=0.2, what="the retry to succeed")
@@ -160,7 +160,7 @@ def test_the_simple_worker_writes_off_a_task_that_ignores_its_timeout(workers, w
     """An in-process task cannot be killed: its lease is not renewed past the run's deadline, so a
     reconciler writes the run off and another worker runs the retry."""
     for name in ("stuck", "free"):
-        workers.append(start_worker(worker_env, tmp_path / f"{name}.log", "--simple"))
+        workers.append(start_worker(worker_env, tmp_path / f"{name}.log", "--simple", slots=1))
     schedule_id = _stuck_schedule()
     wait_for(lambda: _first_attempt_ended(schedule_id), 30, interval=0.2, what="the first attempt to end")
     wait_for(lambda: _done(schedule_id), 20, interval=0.2, what="the retry to succeed")
