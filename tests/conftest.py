@@ -259,7 +259,8 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path, redis_server: RedisSer
     stack = Stack(tmp_path, redis_server, database_url, web_workers=web_workers.args[0] if web_workers else 1)
     yield stack
     stack.stop()
-    print_logs_if_failed(request.node, tmp_path.glob("*.log"))
+    log_lines = request.node.get_closest_marker("log_lines")
+    print_logs_if_failed(request.node, tmp_path.glob("*.log"), *(log_lines.args if log_lines else ()))
 
 
 @pytest.fixture

@@ -43,6 +43,7 @@ def _reasons(stack: Stack, schedule_id: str) -> set[str]:
     return {run.get("reason") or "" for run in stack.api.runs(schedule_id) if run["status"] == "skipped"}
 
 
+@pytest.mark.log_lines(2000)  # the whole of each log: which link ran what, and when
 def test_each_way_a_link_goes_on_the_default_worker(stack: Stack, redis_server: Any) -> None:
     noop = _workflow(stack, "noop", "builtin.noop")
     late = _schedule(stack, "late", noop)  # made before any worker listens: its first link is seconds late
@@ -87,7 +88,8 @@ def test_each_way_a_link_goes_on_the_default_worker(stack: Stack, redis_server: 
         worker.stop()  # SIGTERM: a warm stop, the links running finish first
 
     assert _statuses(stack, late)["missed"] >= 1
-    assert set(_statuses(stack, on_time)) <= {"succeeded", "running", "missed"}  # missed: late behind the sleeps
+    on_time_runs = stack.api.runs(on_time)  # whole, in the message: a skipped one here was seen once, unexplained
+    assert {r["status"] for r in on_time_runs} <= {"succeeded", "running", "missed"}, on_time_runs  # missed: late
     assert {r["trigger"] for r in stack.api.runs(follower) if r["status"] == "succeeded"} == {"after"}
     assert _statuses(stack, breaker)["failed"] == 1  # one failure opened it; every later tick was skipped
     overlapping = [r for r in stack.api.runs(detached) if r["status"] == "succeeded"]

@@ -170,4 +170,6 @@ def test_every_worker_killed_then_schedule_missed_once_and_recovered(stack: Stac
     assert api.ok("GET", f"/api/v1/schedules/{schedule_id}/")["health"] == "ok"
     event: Any = receiver.events()[0]
     assert event["data"]["schedule_id"] == schedule_id and event["data"]["alert_after_seconds"] == 5
-    assert api.ok("GET", f"/api/v1/webhooks/{hook['id']}/deliveries/")["pending"] == 0
+    # Delivered: the sender records it once the receiver has answered, a moment after the receiver has it.
+    wait_for(lambda: api.ok("GET", f"/api/v1/webhooks/{hook['id']}/deliveries/")["pending"] == 0, 10,
+             what="the deliveries to be recorded as sent")
