@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.claims import claim_order
 from harness.shards import longest_first
 
 FILE = '''
@@ -116,3 +117,13 @@ def test_a_file_without_the_database_runs_once_on_either_pass_and_the_others_onc
 def test_the_longest_files_come_first_and_unknown_ones_last() -> None:
     order = longest_first(["test_api.py", "test_new_and_unmeasured.py", "test_collisions_e2e.py"], "sqlite")
     assert order == ["test_collisions_e2e.py", "test_api.py", "test_new_and_unmeasured.py"]
+
+
+def test_the_postgresql_pass_tries_the_files_either_pass_may_run_after_its_own() -> None:
+    files = ["tests/test_api.py", "tests/test_readme.py", "tests/test_collisions_e2e.py", "tests/test_docs.py"]
+    shared = {"tests/test_readme.py", "tests/test_docs.py"}
+    assert claim_order(files, "postgres", shared) == [
+        "tests/test_collisions_e2e.py", "tests/test_api.py", "tests/test_readme.py", "tests/test_docs.py"]
+    sqlite = claim_order(files, "sqlite", shared)
+    assert sqlite == [f"tests/{name}" for name in longest_first([f.split("/")[1] for f in files], "sqlite")]
+    assert sqlite != claim_order(files, "postgres", shared)  # the SQLite pass takes them by length alone
