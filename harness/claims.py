@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.passes import either_pass_files, file_of
+from harness.passes import either_pass_files, file_of, this_pass
 from harness.shards import longest_first
 
 _taken: list[str] = []
@@ -48,7 +48,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     files: dict[str, list[pytest.Item]] = {}
     for item in session.items:
         files.setdefault(file_of(item), []).append(item)
-    database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
+    database = this_pass()
     either = os.environ.get("RECUR_TEST_CLAIMS_EITHER")
     shared = either_pass_files(session.items) if either else set()
     order = iter(claim_order(list(files), database, shared))

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness import preloaded
+from harness.passes import this_pass
 
 
 def _cpu() -> float:
@@ -34,7 +35,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     cpu, wall = _cpu(), time.monotonic()
     yield
     used, took = _cpu() - cpu, time.monotonic() - wall
-    run = ("postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite") + \
-        f" {os.environ.get('RECUR_TEST_SHARD', 'all')}"
+    run = f"{this_pass()} {os.environ.get('RECUR_TEST_SHARD', 'all')}"
     with open(path, "a", encoding="utf-8") as report:
         report.write(f"{used:.2f}\t{took:.2f}\t{run}\t{item.nodeid}\n")

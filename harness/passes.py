@@ -3,7 +3,14 @@ under test (tests/conftest.py); a file with none of those may run on either (har
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+def this_pass() -> str:
+    """The pass this process runs: `postgres` with RECUR_TEST_POSTGRES set, else `sqlite`."""
+    return "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
 
 
 def uses_database(item: pytest.Item) -> bool:

@@ -4,7 +4,6 @@ PostgreSQL pass on the bench's own durable PostgreSQL server): the tests of the 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from bench.stack import postgres_available
+from harness.passes import this_pass
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,7 +26,7 @@ class QuickBench(NamedTuple):
 def run_quick_bench(tmp_path: Path, *options: str, timeout: float = 600) -> QuickBench:
     """`python -m bench --quick OPTIONS` on the pass's database; skips without PostgreSQL's server on the
     PostgreSQL pass, fails with the bench's own error output."""
-    database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
+    database = this_pass()
     if database == "postgres" and not postgres_available():
         pytest.skip("PostgreSQL's server binaries are not installed")
     out = tmp_path / "results.json"

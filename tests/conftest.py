@@ -16,7 +16,7 @@ from redis import Redis
 
 from harness import route_builders
 from harness.databases import PostgresDatabases, SqliteDatabases
-from harness.passes import either_pass_files, file_of, uses_database
+from harness.passes import either_pass_files, file_of, this_pass, uses_database
 from harness.pgcluster import POSTGRES_BIN, PgServer, single_server
 from harness.receiver import Receiver
 from harness.servers import LOOPBACK_EGRESS, RedisServer, free_port, print_logs_if_failed
@@ -83,7 +83,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 @functools.cache
 def _placement(count: int) -> dict[str, int]:
     files = [path.name for path in Path(__file__).parent.rglob("test_*.py")]
-    return shards(files, count, "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite")
+    return shards(files, count, this_pass())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

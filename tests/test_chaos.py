@@ -6,17 +6,16 @@ Asserts the promises only; the repair-time figure is reported by `python -m benc
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from bench import chaos
+from harness.passes import this_pass
 
 pytestmark = [pytest.mark.integration, pytest.mark.database]
 
 
 def test_no_body_runs_twice_no_chain_lost_counters_true_under_faults():
-    database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
+    database = this_pass()
     report = chaos.run(schedules=30, duration=20.0, db_kind=database, seed=7, reconcile_seconds=2.0,
                        worker_mode="default")
     assert report["faults"]["kill -9 worker"] >= 2 and report["faults"]["FLUSHALL"] == 1

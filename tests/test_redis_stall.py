@@ -82,7 +82,6 @@ def test_a_client_gives_up_on_a_redis_that_does_not_answer(tmp_path: Path, trans
                 tried.append(counter - before)
         # One timeout each, not three: each operation tried once (counted, not timed: on a loaded machine one
         # 1 s timeout once took 3.36 s); and a deadline at all (without one, a call waits 15 s or for ever).
-        print(tried, waited)
         assert all(t and max(t.values()) == 1 for t in tried), tried
         assert max(waited) < 10, waited
         assert warm.ping() and fresh.ping()  # the same clients work again once it answers

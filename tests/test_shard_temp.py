@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.passes import this_pass
+
 
 def test_a_shard_keeps_its_temporary_directories_under_a_root_of_its_own(
         tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -19,6 +21,5 @@ def test_a_shard_keeps_its_temporary_directories_under_a_root_of_its_own(
         pytest.skip("not a shard of scripts/test")
     root = os.environ.get("PYTEST_DEBUG_TEMPROOT")
     assert root, "a shard without a temporary root of its own shares /tmp/pytest-of-<user> with the others"
-    database = "postgres" if os.environ.get("RECUR_TEST_POSTGRES") else "sqlite"
-    assert Path(root).name == f"{database}{shard.split('/')[0]}", root
+    assert Path(root).name == f"{this_pass()}{shard.split('/')[0]}", root
     assert Path(tmp_path_factory.getbasetemp()).is_relative_to(root)
