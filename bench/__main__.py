@@ -21,7 +21,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench import api, burst, history, lateness, memory, mixed, scale, throughput
+from bench import api, burst, estate, history, lateness, memory, mixed, scale, throughput
+from bench.estate_report import estate_rows
 from bench.history_report import history_rows
 from bench.mixed_report import mixed_rows
 from bench.report import build_rows, render
@@ -55,6 +56,9 @@ FULL = {
     "mixed": {"quick": (1000, 20), "slow": (20, 60), "sleep": (5, 30), "slow_spread": 20, "seconds": 120,
               "drain": 30, "baseline": [None, 24], "mixed": [24, None], "own_queue": 24, "few_slow": True,
               "throughput_slots": [2, 4], "throughput_count": 1000},
+    # Scenario 10 (`--only estate`, not in the default run): `schedules` active ones, a mix that puts `rate`
+    # links a second due, run by one worker per core for `seconds` after `warmup` (bench/estate.py).
+    "estate": {"schedules": 1_000_000, "rate": 300, "seconds": 600, "warmup": 60},
 }
 # Tiny and short: every figure, in as few seconds as each scenario's waits allow (CI runs it on each database).
 QUICK = {
@@ -71,6 +75,7 @@ QUICK = {
     "mixed": {"quick": (30, 2), "slow": (4, 6), "sleep": (1, 3), "slow_spread": 2, "seconds": 5, "drain": 4,
               "baseline": [None], "mixed": [None, 2], "own_queue": 6, "few_slow": True, "throughput_slots": [2],
               "throughput_count": 60},
+    "estate": {"schedules": 2000, "rate": 20, "seconds": 5, "warmup": 2, "setup": 6},
 }
 # Scenario 1's contenders: (system, kind); bare RQ's two worker classes on no-op jobs, SimpleWorker on jobs that
 # record their own run in the database (bench/durable.py), then worker.py's three modes.
@@ -219,6 +224,11 @@ def run(config: dict[str, Any], only: set[str], database: str) -> dict[str, Any]
             results["mixed"] = attempt(
                 f"{tag} 9 mixed: {spec['quick'][0]:,} quick schedules beside {spec['slow'][0]} slow ones, "
                 f"{spec['seconds']} s a row", lambda: mixed.recur(bench, spec, say))
+        if "10" in only or "estate" in only:
+            spec = config["estate"]
+            results["estate"] = attempt(
+                f"{tag} 10 estate: {spec['schedules']:,} schedules, {spec['rate']} links/s due, {spec['seconds']} s",
+                lambda: estate.recur(bench, spec, say))
     finally:
         bench.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -231,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results.json", help="where to write the JSON")
     parser.add_argument("--only", default="1,2,3,4,5,6,7",
                         help="comma-separated scenario numbers (8, or history: a big run history; 9, or mixed: "
-                             "quick schedules beside slow ones; neither in the default run)")
+                             "quick schedules beside slow ones; 10, or estate: a big estate at work; none of these in "
+                             "the default run)")
     parser.add_argument("--db", default=None,
                         help="comma-separated: sqlite, postgres (default: both, or sqlite alone where PostgreSQL's "
                              "server binaries are missing)")
@@ -240,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="scenario 1's interleaved rounds (default 3)")
     parser.add_argument("--scale", default=None,
                         help="scenario 4's numbers of schedules, comma-separated (default 10000,100000)")
+    parser.add_argument("--estate", default=None,
+                        help="scenario 10's SCHEDULES:RATE:SECONDS (default 1000000:300:600)")
     parser.add_argument("--history-runs", type=int, default=None,
                         help="scenario 8's runs in all (default 10,000,000; a fifth behind one schedule)")
     args = parser.parse_args(argv)
@@ -251,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
         config["rounds"] = args.rounds
     if args.scale:
         config["scale"] = [int(count) for count in args.scale.split(",")]
+    if args.estate:
+        schedules, rate, seconds = (int(part) for part in args.estate.split(":"))
+        estate_spec: dict[str, Any] = dict(config["estate"])  # type: ignore[call-overload]
+        config["estate"] = {**estate_spec, "schedules": schedules, "rate": rate, "seconds": seconds}
     if args.history_runs:
         history_spec: dict[str, Any] = dict(config["history"])  # type: ignore[call-overload]
         config["history"] = {**history_spec, "runs": args.history_runs, "big": args.history_runs // 5}
@@ -263,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for database in databases
             for row in [*build_rows(results[database], cores(), database),
                         *history_rows(results[database].get("history"), database),
-                        *mixed_rows(results[database].get("mixed"), database)]]
+                        *mixed_rows(results[database].get("mixed"), database),
+                        *estate_rows(results[database].get("estate"), database)]]
     document = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"), "quick": args.quick,
         "seconds": round(time.monotonic() - started), "machine": machine(), "config": config,

@@ -25,7 +25,7 @@ from rq import Queue
 from rq.registry import FinishedJobRegistry
 
 from bench import durable
-from bench.procfs import children, stat
+from bench.procfs import children, stat, with_descendants
 from bench.stack import BASELINE_QUEUE, Bench, RecurEnv, postgres_available, start_rq_workers, stop_all, utc
 from bench.tasks import noop
 from harness.servers import wait_for
@@ -61,12 +61,16 @@ def _postgres_pids() -> list[int]:
     return pids
 
 
-def _sample(workers: list[int], redis_pid: int) -> dict[str, float]:
+def sample(workers: list[int], redis_pid: int, descendants: bool = False) -> dict[str, float]:
+    """Seconds of CPU so far by role: the worker.py processes `workers`; their children (with `descendants`,
+    every process under them: slots, their work processes, the background process), with what those reaped;
+    redis-server; PostgreSQL's server processes."""
     times = [_cpu_times(pid) for pid in workers]
+    under = ([child for pid in workers for child in with_descendants(pid) if child != pid] if descendants
+             else [child for pid in workers for child in children(pid)])
     return {
         "worker processes": sum(own for own, _ in times),
-        "their work processes": sum(of_reaped for _, of_reaped in times)
-        + sum(_cpu(child) for pid in workers for child in children(pid)),
+        "their work processes": sum(of_reaped for _, of_reaped in times) + sum(_cpu(child) for child in under),
         "redis-server": _cpu(redis_pid, reaped=False),
         "PostgreSQL server processes": sum(_cpu(pid) for pid in _postgres_pids()),
     }
@@ -93,14 +97,14 @@ def measure_links(env: RecurEnv, workers: int, count: int, *worker_args: str) ->
         env.insert_schedules(workflow, count, 3600, lambda _: utc(int(time.time())))
         pids = [worker.popen.pid for worker in env.workers]
         redis_pid = int(env.bench.redis.info("server")["process_id"])
-        before = _sample(pids, redis_pid)
+        before = sample(pids, redis_pid)
         env.reconcile()
         # Links of this workflow's schedules that finished (no-op links succeed), from their counters: the
         # same few rows read whatever history the database holds.
         finished = f"SELECT coalesce(sum(run_count), 0) FROM scheduled_jobs WHERE workflow_id = {int(workflow)}"
         wait_for(lambda: env.query(finished)[0][0] >= count, 60 + count / 5, interval=0.05,
                  what="the chain backlog")
-        after = _sample(pids, redis_pid)
+        after = sample(pids, redis_pid)
     finally:
         for worker in env.workers:
             worker.stop()
@@ -126,7 +130,7 @@ def _measure_rq(bench: Bench, workers: int, count: int, url: str | None) -> dict
         pids = [process.popen.pid for process in processes]
         redis_pid = int(redis.info("server")["process_id"])
         queue = Queue(BASELINE_QUEUE, connection=redis)
-        before = _sample(pids, redis_pid)
+        before = sample(pids, redis_pid)
         if url is None:
             jobs = [Queue.prepare_data(noop, result_ttl=300) for _ in range(count)]
         else:
@@ -134,7 +138,7 @@ def _measure_rq(bench: Bench, workers: int, count: int, url: str | None) -> dict
         queue.enqueue_many(jobs)
         finished = FinishedJobRegistry(queue=queue)
         wait_for(lambda: finished.count >= count, 60 + count / 5, interval=0.05, what="the RQ backlog")
-        after = _sample(pids, redis_pid)
+        after = sample(pids, redis_pid)
     finally:
         stop_all(processes)
     return _difference(before, after, count)
