@@ -123,6 +123,9 @@ def recur(bench: Bench, spec: dict[str, Any], say: Callable[[str], None]) -> dic
         "seconds": seconds, "insert_seconds": round(insert_seconds, 1),
         "links_made_seconds": round(float(made["seconds"]), 1), "links_made": made["links_repaired"],
         "setup_overran": ready > origin, "due": expected, **lateness_summary(pairs),
+        "p99_ms_by_minute": [lateness_summary([pair for pair in pairs if start <= pair[0] < start + MINUTE])["p99_ms"]
+                             for start in range(window_start, window_end, MINUTE)],
+        "late_100ms_by_10s": _late_by(pairs, window_start, window_end, 10, 0.1),
         "redis_bytes_per_schedule": round((memory_links - memory_before) / count),
         "redis_bytes_per_schedule_at_end": round((memory_end - memory_before) / count),
         "passes": _delta(stats_before, stats_after, "reconcile_passes"),
@@ -133,6 +136,16 @@ def recur(bench: Bench, spec: dict[str, Any], say: Callable[[str], None]) -> dic
         "cpu_ms_per_link": {role: round(value * 1000 / max(1, ran), 3) for role, value in cpu.items()},
         "cpu_cores": {role: round(value / seconds, 3) for role, value in cpu.items()},
     }
+
+
+def _late_by(pairs: list[tuple[float, float]], start: int, end: int, step: int, late: float) -> list[int]:
+    """How many runs started more than `late` s after their nominal time, in each `step` s of the window: where
+    the tail of the lateness comes from (a steady share, or stalls)."""
+    counts = [0] * math.ceil((end - start) / step)
+    for nominal, started in pairs:
+        if started - nominal > late:
+            counts[int((nominal - start) // step)] += 1
+    return counts
 
 
 def _shifted(first: Callable[[int], float], low: int, index: int) -> datetime:
