@@ -29,7 +29,7 @@ DEFAULTS = {
     "RECUR_LEASE_SECONDS": 5.0,
     "RECUR_TIMEOUT_GRACE_SECONDS": 5.0,
     "RECUR_MOVER_MAX_SLEEP": 0.2,
-    "RECUR_LINK_RESULT_TTL": 300,
+    "RECUR_LINK_RESULT_TTL": 60,
     "RECUR_EXECUTION_LOG": None,
     "RECUR_REQUEST_DEADLINE_SECONDS": 30.0,
     "RECUR_MAX_BODY_BYTES": 1024 * 1024,
@@ -75,11 +75,11 @@ def test_every_setting_says_what_it_means() -> None:
 
 def test_values_are_parsed_by_the_settings_type() -> None:
     settings = Settings.from_env({
-        "RECUR_TASK_MODULES": " mytasks, other.tasks ,", "RECUR_LEASE_SECONDS": "3", "RECUR_LINK_RESULT_TTL": "60",
+        "RECUR_TASK_MODULES": " mytasks, other.tasks ,", "RECUR_LEASE_SECONDS": "3", "RECUR_LINK_RESULT_TTL": "30",
         "RECUR_SECURE_COOKIES": "0", "RECUR_EXECUTION_LOG": "/tmp/runs.log", "REDIS_URL": "redis://cache:6379/1",
     })
     assert settings.RECUR_TASK_MODULES == ["mytasks", "other.tasks"]
-    assert settings.RECUR_LEASE_SECONDS == 3.0 and settings.RECUR_LINK_RESULT_TTL == 60
+    assert settings.RECUR_LEASE_SECONDS == 3.0 and settings.RECUR_LINK_RESULT_TTL == 30
     assert settings.RECUR_SECURE_COOKIES is False
     assert (settings.RECUR_EXECUTION_LOG, settings.REDIS_URL) == ("/tmp/runs.log", "redis://cache:6379/1")
     for word, meant in (("off", False), ("no", False), ("False", False), ("1", True), ("yes", True), ("on", True)):

@@ -69,7 +69,8 @@ class Settings:
     RECUR_TIMEOUT_GRACE_SECONDS: float = setting(5.0, "how long past its timeout a task may run before it is "
                                                  "killed or written off")
     RECUR_MOVER_MAX_SLEEP: float = setting(0.2, "longest sleep of the due-link mover between looks")
-    RECUR_LINK_RESULT_TTL: int = setting(300, "seconds RQ keeps a finished link's job hash")
+    RECUR_LINK_RESULT_TTL: int = setting(60, "seconds RQ keeps a finished link's job hash and result (the "
+                                         "database keeps its run); each costs Redis about 6.5 KB")
     RECUR_EXECUTION_LOG: str | None = setting(None, "a file each task body start appends a line to "
                                               "(recur_server.tasks.execution_log); for checks, off by default")
     RECUR_REQUEST_DEADLINE_SECONDS: float = setting(30.0, "a web request running longer is stopped (503 "
