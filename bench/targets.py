@@ -58,6 +58,11 @@ HISTORY_GROWTH_SHARE = 0.1
 MIXED_ROOMY_P99_MS = 100.0
 MIXED_OWN_QUEUE_RATIO = 1.2
 
+# Scenario 10 (estate, issue 51): at a million schedules with the workers running, link lateness p99 at most
+# this, and Redis at most this many bytes a schedule once every link is made.
+ESTATE_P99_MS = 100.0
+ESTATE_REDIS_BYTES = 600
+
 
 def at_most(value: float | None, baseline: float | None, limit: float) -> bool | None:
     """Whether `value` is within `limit` times `baseline`; None when either could not be measured."""
