@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from bench.cpu import sample
+from bench.scale import used_memory
 from bench.stack import Bench, cores, utc
 from bench.stats import lateness_summary
 from harness.servers import wait_for
@@ -47,19 +48,20 @@ def mix(schedules: int, rate: float) -> dict[int, int]:
 def offsets(counts: dict[int, int]) -> Callable[[int], tuple[int, float]]:
     """Schedule i's (interval, first due offset): the schedules of each interval spread evenly over it, to the
     millisecond, as schedules made at arbitrary moments are."""
-    bounds: list[tuple[int, int, int]] = []
-    start = 0
-    for interval, count in counts.items():
-        bounds.append((start, interval, count))
-        start += count
+    ranges = _ranges(counts)
 
     def of(index: int) -> tuple[int, float]:
-        for first, interval, count in reversed(bounds):
-            if index >= first:
-                return interval, round((index - first) * interval / count, 3)
+        for interval, (low, high) in ranges.items():
+            if low <= index < high:
+                return interval, _spread(interval, high - low, index - low)
         raise IndexError(index)
 
     return of
+
+
+def _spread(interval: int, count: int, index: int) -> float:
+    """The offset of the index-th of `count` schedules of one interval, spread evenly over it."""
+    return round(index * interval / count, 3)
 
 
 def due_between(counts: dict[int, int], start: float, end: float, origin: float) -> int:
@@ -81,20 +83,14 @@ def recur(bench: Bench, spec: dict[str, Any], say: Callable[[str], None]) -> dic
     try:
         workflow = env.workflow()
         origin = math.ceil(time.time() + setup)
-        of = offsets(counts)
-
-        def first(index: int) -> float:
-            interval, offset = of(index)
-            return float(origin + offset)
-
         say(f"  inserting {count:,} schedules {counts}, first due from {setup:.0f} s on")
         started = time.monotonic()
         for interval, (low, high) in _ranges(counts).items():
-            env.insert_schedules(workflow, high - low, interval, partial(_shifted, first, low))
+            env.insert_schedules(workflow, high - low, interval, partial(_first_due, origin, interval, high - low))
         insert_seconds = time.monotonic() - started
-        memory_before = int(redis.info("memory")["used_memory"])
+        memory_before = used_memory(redis)
         made = env.reconcile()
-        memory_links = int(redis.info("memory")["used_memory"])
+        memory_links = used_memory(redis)
         env.start_workers(spec.get("workers") or cores(), "default")
         ready = time.time()
         say(f"  ready after {time.monotonic() - started:.0f} s ({made['links_repaired']:,} links made in "
@@ -107,7 +103,7 @@ def recur(bench: Bench, spec: dict[str, Any], say: Callable[[str], None]) -> dic
         cpu_before, stats_before = sample(pids, redis_pid, descendants=True), read_stats(redis)
         time.sleep(max(0.0, window_end - time.time()))
         cpu_after, stats_after = sample(pids, redis_pid, descendants=True), read_stats(redis)
-        memory_end = int(redis.info("memory")["used_memory"])
+        memory_end = used_memory(redis)
         expected = due_between(counts, window_start, window_end, origin)
         with contextlib.suppress(AssertionError):  # fewer ran than came due: the figures say so
             wait_for(lambda: _settled(env, window_start, window_end) >= expected, 60, interval=1,
@@ -148,8 +144,8 @@ def _late_by(pairs: list[tuple[float, float]], start: int, end: int, step: int, 
     return counts
 
 
-def _shifted(first: Callable[[int], float], low: int, index: int) -> datetime:
-    return utc(first(low + index))
+def _first_due(origin: int, interval: int, count: int, index: int) -> datetime:
+    return utc(origin + _spread(interval, count, index))
 
 
 def _settled(env: Any, start: float, end: float) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report import row
+from bench.report import on_database, row
 from bench.targets import ESTATE_P99_MS, ESTATE_REDIS_BYTES
 
 Row = dict[str, Any]
@@ -13,10 +13,7 @@ SCENARIO = "10 estate"
 
 
 def estate_rows(estate: Any, database: str) -> list[Row]:
-    rows = _rows(estate) if estate else []
-    for item in rows:
-        item["database"] = database
-    return rows
+    return on_database(_rows(estate) if estate else [], database)
 
 
 def _rows(estate: dict[str, Any]) -> list[Row]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report import row
+from bench.report import on_database, row
 from bench.targets import HISTORY_GROWTH_SHARE, HISTORY_LINK_CPU, HISTORY_PRUNING_P99_MS, HISTORY_REQUEST, at_most
 
 Row = dict[str, Any]
@@ -13,10 +13,7 @@ SCENARIO = "8 history"
 
 
 def history_rows(history: Any, database: str) -> list[Row]:
-    rows = _rows(history) if history else []
-    for item in rows:
-        item["database"] = database
-    return rows
+    return on_database(_rows(history) if history else [], database)
 
 
 def _rows(history: dict[str, Any]) -> list[Row]:

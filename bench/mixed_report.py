@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report import row
+from bench.report import on_database, row
 from bench.targets import MIXED_OWN_QUEUE_RATIO, MIXED_ROOMY_P99_MS, at_most
 
 Row = dict[str, Any]
@@ -14,10 +14,7 @@ SCENARIO = "9 mixed"
 
 
 def mixed_rows(mixed: Any, database: str) -> list[Row]:
-    rows = _rows(mixed) if mixed else []
-    for item in rows:
-        item["database"] = database
-    return rows
+    return on_database(_rows(mixed) if mixed else [], database)
 
 
 def _label(key: str, entry: dict[str, Any], mixed: dict[str, Any]) -> str:

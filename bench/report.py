@@ -47,11 +47,15 @@ def row(scenario: str, figure: str, unit: str, recur: Any, baselines: list[tuple
     return lines
 
 
-def build_rows(results: dict[str, Any], cores: int, database: str = "sqlite") -> list[Row]:
-    rows = _build_rows(results, cores)
+def on_database(rows: list[Row], database: str) -> list[Row]:
+    """The rows, each marked with the database its run used."""
     for item in rows:
         item["database"] = database
     return rows
+
+
+def build_rows(results: dict[str, Any], cores: int, database: str = "sqlite") -> list[Row]:
+    return on_database(_build_rows(results, cores), database)
 
 
 # Scenario 1's bare RQ baselines, as the table names them.

@@ -27,7 +27,7 @@ from recur_server.workers.background import reconcile_once
 DUE_SOON = 4500
 
 
-def _used_memory(redis: Any) -> int:
+def used_memory(redis: Any) -> int:
     return int(redis.info("memory")["used_memory"])
 
 
@@ -52,9 +52,9 @@ def recur(bench: Bench, count: int, api_requests: int = 0) -> dict[str, Any]:
         started = time.monotonic()
         env.insert_schedules(workflow, count, 3600, lambda i: utc(soon_at if i < soon else base + i % 3600))
         insert_seconds = time.monotonic() - started
-        before = _used_memory(redis)
+        before = used_memory(redis)
         startup = reconcile_once(env.app)
-        after = _used_memory(redis)
+        after = used_memory(redis)
         cpu = _redis_cpu_ms(redis)
         steady = reconcile_once(env.app)  # a sweep, as `recover` runs it
         steady_cpu = _redis_cpu_ms(redis) - cpu
@@ -140,7 +140,7 @@ def bare_rq(bench: Bench, count: int) -> dict[str, Any]:
     redis = bench.fresh_redis()
     queue = Queue(BASELINE_QUEUE, connection=redis)
     base = int(time.time()) + 7200
-    before = _used_memory(redis)
+    before = used_memory(redis)
     started = time.monotonic()
     for offset in range(0, count, 1000):
         with redis.pipeline() as pipe:
@@ -149,7 +149,7 @@ def bare_rq(bench: Bench, count: int) -> dict[str, Any]:
                 queue.schedule_job(job, utc(base + index % 3600), pipeline=pipe)
             pipe.execute()
     seconds = time.monotonic() - started
-    after = _used_memory(redis)
+    after = used_memory(redis)
     redis.flushall()
     return {"jobs": count, "schedule_seconds": round(seconds, 2),
             "redis_bytes_per_job": round((after - before) / count)}
