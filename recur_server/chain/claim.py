@@ -14,7 +14,7 @@ from typing import Any
 
 from recur_server import metrics, policies
 from recur_server.chain import breaker as workflow_breaker
-from recur_server.chain import concurrency, gaps, invalid, outcome, planning, rows, run_alerts
+from recur_server.chain import concurrency, gaps, invalid, lean_claim, outcome, planning, rows, run_alerts
 from recur_server.infra import clock, rawsql
 from recur_server.infra.extensions import db
 from recur_server.models import ConcurrencyPolicy, RunStatus, RunTrigger, Schedule
@@ -82,6 +82,24 @@ def claim_tick(
         "p_id": schedule_id, "p_revision": revision, "p_repeat": repeat, "p_retry": retry,
         "p_run_id": run_id, "p_now": now, "p_worker": worker,
     }
+    lean = lean_claim.applies(schedule_id, scheduled_for, now, LATE_CHECK_SECONDS)
+    if lean:  # one round trip; when it matches nothing, nothing was written and the full path below decides
+        claimed = lean_claim.claim(values, scheduled_for)
+        if claimed is not None:
+            metrics.run_claimed(scheduled_for, now)
+            trigger = RunTrigger.RETRY.value if retry else RunTrigger.SCHEDULE.value
+            name, payload, timeout_seconds, task = claimed
+            return Claim(run_id, task, name, payload, timeout_seconds, scheduled_for, trigger, schedule_id=schedule_id)
+    decided = _claim_full(values, schedule_id, retry, scheduled_for, now)
+    if lean and decided is not None:
+        lean_claim.went_full_path(schedule_id)
+    return decided
+
+
+def _claim_full(values: dict[str, Any], schedule_id: str, retry: int, scheduled_for: datetime,
+                now: datetime) -> Claim | Passed | Wait | None:
+    """The claim of any link, whatever its policies need: the lean claim's fallback, and every late link's."""
+    run_id = values["p_run_id"]
     # Pipelined (PostgreSQL): the claim and the reads it usually needs go in one round trip, and the run's
     # INSERT with the COMMIT. The reads run after the claim's UPDATE, in its transaction: they see its row.
     with rawsql.transaction(db.engine, pipelined=True) as tx:  # commits at the end, rolls back on an exception

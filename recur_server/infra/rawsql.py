@@ -126,6 +126,7 @@ class Transaction:
         self._dialect = dialect
         self.pipelined = pipelined
         self.rolled_back = False
+        self.committed = False
         # Run after a successful commit (metrics of what the transaction recorded); never after a rollback.
         self.after_commit: list[Callable[[], None]] = []
 
@@ -179,8 +180,15 @@ class Transaction:
         if sql is not None:
             self._call(lambda: self._cursor.execute(sql), sql)
 
+    def commit(self) -> None:
+        """Commit now, before the block ends. Pipelined, the COMMIT shares the round trip of everything sent
+        before it, and what those statements return is read after it: for a statement that decides by itself
+        whether it writes anything (recur_server.chain.lean_claim)."""
+        self._commit()
+
     def _commit(self) -> None:
-        if not self.rolled_back:
+        if not self.rolled_back and not self.committed:
+            self.committed = True
             self._call(self._connection.commit, "COMMIT")
 
     def _call(self, method: Callable[[], object], sql: str) -> None:
