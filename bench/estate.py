@@ -100,9 +100,9 @@ def recur(bench: Bench, spec: dict[str, Any], say: Callable[[str], None]) -> dic
         time.sleep(max(0.0, window_start - time.time()))
         pids = [worker.popen.pid for worker in env.workers]
         redis_pid = int(redis.info("server")["process_id"])
-        cpu_before, stats_before = sample(pids, redis_pid, descendants=True), read_stats(redis)
+        cpu_before, stats_before = sample(pids, redis_pid, bench.database, descendants=True), read_stats(redis)
         time.sleep(max(0.0, window_end - time.time()))
-        cpu_after, stats_after = sample(pids, redis_pid, descendants=True), read_stats(redis)
+        cpu_after, stats_after = sample(pids, redis_pid, bench.database, descendants=True), read_stats(redis)
         memory_end = used_memory(redis)
         expected = due_between(counts, window_start, window_end, origin)
         with contextlib.suppress(AssertionError):  # fewer ran than came due: the figures say so
