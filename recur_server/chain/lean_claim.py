@@ -16,7 +16,6 @@ row) committed while this link waited, as the full path's separate read does.
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 from typing import Any
 
@@ -24,9 +23,9 @@ from sqlalchemy import String, any_, bindparam, exists, insert, literal, select,
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from recur_server.chain import rows
-from recur_server.infra import rawsql
+from recur_server.infra import clock, rawsql
 from recur_server.infra.extensions import db
-from recur_server.models import RunStatus, RunTrigger, UTCDateTime, Workflow
+from recur_server.models import RunStatus, UTCDateTime, Workflow
 from recur_server.policies import OverlapPolicy
 from recur_server.tasks import task_names
 
@@ -78,14 +77,13 @@ def applies(schedule_id: str, scheduled_for: datetime, now: datetime, late_after
     if db.engine.dialect.name != "postgresql" or (now - scheduled_for).total_seconds() >= late_after:
         return False
     until = _full_path.get(schedule_id)
-    return until is None or until <= time.monotonic()
+    return until is None or until <= clock.monotonic()
 
 
-def claim(values: dict[str, Any], scheduled_for: datetime) -> tuple[Any, ...] | None:
+def claim(values: dict[str, Any], scheduled_for: datetime, trigger: str) -> tuple[Any, ...] | None:
     """Claim the tick and record its run (committed), or change nothing: returns the run's name, payload, timeout
     and task, or None. `values`: the full claim's bound values (p_id, p_revision, p_repeat, p_retry, p_run_id,
-    p_now, p_worker)."""
-    trigger = RunTrigger.RETRY.value if values["p_retry"] else RunTrigger.SCHEDULE.value
+    p_now, p_worker); `trigger`: the run's (schedule, or retry)."""
     with rawsql.transaction(db.engine, pipelined=True) as tx:
         tx.send(LOCK, values)
         claimed = tx.send(CLAIM, {**values, "p_scheduled_for": scheduled_for, "p_trigger": trigger,
@@ -98,4 +96,4 @@ def went_full_path(schedule_id: str) -> None:
     """The lean claim missed a tick the full path then claimed, passed by or deferred: a policy needs Python."""
     if len(_full_path) >= _FULL_PATH_KEPT:
         _full_path.clear()
-    _full_path[schedule_id] = time.monotonic() + FULL_PATH_SECONDS
+    _full_path[schedule_id] = clock.monotonic() + FULL_PATH_SECONDS
