@@ -85,7 +85,7 @@ def claim_tick(
     }
     lean = lean_claim.applies(schedule_id, scheduled_for, now, LATE_CHECK_SECONDS)
     if lean:  # one round trip; when it matches nothing, nothing was written and the full path below decides
-        trigger = RunTrigger.RETRY.value if retry else RunTrigger.SCHEDULE.value
+        trigger = _trigger_of(retry, scheduled_for, None, None, None)  # no backlog and no catch-up: it matched none
         claimed = lean_claim.claim(values, scheduled_for, trigger)
         if claimed is not None:
             metrics.run_claimed(scheduled_for, now)

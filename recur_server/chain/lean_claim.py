@@ -19,14 +19,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, any_, bindparam, exists, insert, literal, select, update
+from sqlalchemy import String, and_, any_, bindparam, exists, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from recur_server.chain import rows
 from recur_server.infra import clock, rawsql
 from recur_server.infra.extensions import db
 from recur_server.models import RunStatus, UTCDateTime, Workflow
-from recur_server.policies import OverlapPolicy
+from recur_server.policies.overlap import DETACHED
 from recur_server.tasks import task_names
 
 # A schedule the lean claim missed but the full path claimed (its workflow has a limit or a breaker, say) goes
@@ -46,7 +46,7 @@ _claimed = (
     update(rows.SCHEDULES)
     .where(
         rows.fence()
-        & (_S.overlap != OverlapPolicy.ALLOW_ALL.value) & (_S.overlap != OverlapPolicy.CANCEL_OTHER.value)
+        & and_(*(_S.overlap != policy.value for policy in DETACHED))
         & (_S.run_through.is_(None) | (_S.run_through < bindparam("p_scheduled_for", type_=UTCDateTime())))
         & exists().where((_W.id == _S.workflow_id) & _W.max_concurrent_runs.is_(None) & _W.breaker_threshold.is_(None)
                          & (_W.task == any_(bindparam("p_tasks", type_=ARRAY(String)))))

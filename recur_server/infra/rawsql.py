@@ -181,12 +181,10 @@ class Transaction:
             self._call(lambda: self._cursor.execute(sql), sql)
 
     def commit(self) -> None:
-        """Commit now, before the block ends. Pipelined, the COMMIT shares the round trip of everything sent
-        before it, and what those statements return is read after it: for a statement that decides by itself
-        whether it writes anything (recur_server.chain.lean_claim)."""
-        self._commit()
-
-    def _commit(self) -> None:
+        """Commit (the block's end does, unless rolled back or committed already). Called before the end,
+        pipelined, the COMMIT shares the round trip of everything sent before it, and what those statements
+        return is read after it: for a statement that decides by itself whether it writes anything
+        (recur_server.chain.lean_claim)."""
         if not self.rolled_back and not self.committed:
             self.committed = True
             self._call(self._connection.commit, "COMMIT")
@@ -235,7 +233,7 @@ def transaction(engine: Engine, pipelined: bool = False) -> Iterator[Transaction
                 with contextlib.suppress(Exception):
                     tx.rollback()
                 raise
-            tx._commit()
+            tx.commit()
         if not tx.rolled_back:
             for hook in tx.after_commit:
                 hook()

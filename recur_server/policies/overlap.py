@@ -22,9 +22,13 @@ class OverlapPolicy(StrEnum):
     ALLOW_ALL = "allow_all"
 
 
+# The policies whose run leaves the chain at its start (its successor is handed off then).
+DETACHED = (OverlapPolicy.ALLOW_ALL, OverlapPolicy.CANCEL_OTHER)
+
+
 def is_detached(policy: str | None) -> bool:
     """Whether a run of this policy leaves the chain at its start (its successor is handed off then)."""
-    return policy in (OverlapPolicy.ALLOW_ALL, OverlapPolicy.CANCEL_OTHER)
+    return policy in DETACHED
 
 
 def waits_for_running(policy: str | None) -> bool:
