@@ -101,7 +101,9 @@ def test_a_slot_killed_mid_task_is_replaced_while_the_other_slots_task_finishes(
 def test_sigterm_waits_for_every_running_task_and_hands_off_every_successor(stack: Stack) -> None:
     worker = stack.start_worker("--concurrency", "2", "--name", "slots")
     stack.wait_workers_ready()
-    ids = _sleepers(stack, 2, 3, interval_seconds=5, total_repeats=2)
+    # The successors come due a minute on: the checks below see them waiting, not moved to the queue by a
+    # mover that runs until the worker's last slot has stopped (with 5 s a loaded machine saw them moved).
+    ids = _sleepers(stack, 2, 3, interval_seconds=60, total_repeats=2)
     wait_for(lambda: sum(1 for i in ids for r in stack.api.runs(i) if r["status"] == "running") == 2, 90,
              what="both tasks running")
     worker.popen.terminate()  # SIGTERM: warm shutdown of every slot
