@@ -5,8 +5,6 @@ must see it not taken, a test of a fallback must see it taken once."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,6 +14,7 @@ from flask import Flask
 from sqlalchemy import select, text, update
 
 from harness.chain_driver import fresh, make_schedule
+from harness.row_locks import behind_held_rows
 from recur_server.chain import claim, lean_claim
 from recur_server.infra.extensions import db
 from recur_server.models import Run, Schedule, Workflow
@@ -163,39 +162,14 @@ def test_a_run_outside_the_chain_started_while_the_link_waits_for_the_row_is_see
     if not _postgres():
         pytest.skip("row locks: PostgreSQL")
     schedule = make_schedule(NOW, interval_seconds=60)
-    outcome: list[Any] = []
-    blocker = db.engine.connect()
-    blocker.execute(text("SELECT id FROM scheduled_jobs WHERE id = :id FOR UPDATE"), {"id": schedule.id})
-    _insert_running(blocker, schedule)
 
-    def link() -> None:
-        with app.app_context():
-            try:
-                outcome.append(_link(schedule))
-            finally:
-                db.session.remove()
+    def hold(blocker: Any) -> None:
+        blocker.execute(text("SELECT id FROM scheduled_jobs WHERE id = :id FOR UPDATE"), {"id": schedule.id})
+        _insert_running(blocker, schedule)
 
-    thread = threading.Thread(target=link, daemon=True)
-    try:
-        thread.start()
-        _until_a_lock_is_awaited()
-    finally:
-        blocker.commit()
-        blocker.close()
-    thread.join(30)
+    outcome = behind_held_rows(app, hold, lambda: _link(schedule))
     assert len(outcome) == 1 and isinstance(outcome[0], claim.Passed), outcome
     assert outcome[0].outcome == "skipped"
     statuses = sorted(run.status for run in db.session.scalars(select(Run).where(Run.schedule_id == schedule.id)))
     assert statuses == ["running", "skipped"]  # the manual run, and the tick it made the chain skip
 
-
-def _until_a_lock_is_awaited() -> None:
-    deadline = time.monotonic() + 10
-    query = text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                 "AND wait_event_type = 'Lock'")
-    while True:
-        with db.engine.connect() as conn:
-            if conn.execute(query).scalar_one():
-                return
-        assert time.monotonic() < deadline, "the link never waited for the schedule's row"
-        time.sleep(0.02)

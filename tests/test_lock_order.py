@@ -9,7 +9,6 @@ order that closes the cycle, and lets go."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -19,26 +18,13 @@ from flask import Flask
 from sqlalchemy import select, text
 
 from harness.chain_driver import make_schedule
+from harness.row_locks import until_waiting
 from recur_server.chain.finish import finish_run
 from recur_server.infra.extensions import db
 from recur_server.models import Run, RunStatus, RunTrigger, Workflow
 from recur_server.services.outside_runs import job
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
-
-
-def _waiting_on_locks() -> int:
-    with db.engine.connect() as conn:
-        return int(conn.execute(text(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )).scalar_one())
-
-
-def _until_waiting(count: int) -> None:
-    deadline = time.monotonic() + 10
-    while _waiting_on_locks() < count:
-        assert time.monotonic() < deadline, f"fewer than {count} transactions ever waited on a lock"
-        time.sleep(0.02)
 
 
 class _InThread:
@@ -92,9 +78,9 @@ def test_a_copy_of_a_manual_runs_job_does_not_deadlock_with_that_runs_finish(app
     blocker.execute(text("SELECT id FROM scheduled_jobs WHERE id = :id FOR UPDATE"), {"id": schedule.id})
     try:
         second = _InThread(app, start)  # the second copy: waits for the schedule's row
-        _until_waiting(1)
+        until_waiting(1)
         finish = _InThread(app, lambda: finish_run(run_id, RunStatus.SUCCEEDED, None, NOW, schedule_id=schedule.id))
-        _until_waiting(2)  # the finish holds the run's row and waits for the schedule's, behind the copy
+        until_waiting(2)  # the finish holds the run's row and waits for the schedule's, behind the copy
     finally:
         blocker.commit()
         blocker.close()

@@ -46,6 +46,7 @@ class Claim:
     successor: Schedule | None = None
     to_stop: tuple[str, ...] = ()
     schedule_id: str | None = None
+    snapshot: lean_claim.Snapshot | None = None  # claimed by the lean claim: what its finish plans from
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,10 @@ def claim_tick(
         claimed = lean_claim.claim(values, scheduled_for, trigger)
         if claimed is not None:
             metrics.run_claimed(scheduled_for, now)
-            name, payload, timeout_seconds, task = claimed
-            return Claim(run_id, task, name, payload, timeout_seconds, scheduled_for, trigger, schedule_id=schedule_id)
+            task, snapshot = claimed
+            row = snapshot.schedule()
+            return Claim(run_id, task, row.name, row.trigger_payload, row.timeout_seconds, scheduled_for, trigger,
+                         schedule_id=schedule_id, snapshot=snapshot)
     decided = _claim_full(values, schedule_id, retry, scheduled_for, now)
     if lean and decided is not None:
         lean_claim.went_full_path(schedule_id)

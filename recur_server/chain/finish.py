@@ -8,10 +8,11 @@ then enqueue).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from recur_server import metrics
 from recur_server.auth import audit
-from recur_server.chain import finish_events, gaps, invalid, outcome, rows
+from recur_server.chain import finish_events, gaps, invalid, lean_claim, lean_finish, outcome, rows
 from recur_server.chain import follow as followers
 from recur_server.chain.capture import Captured
 from recur_server.infra import rawsql
@@ -19,9 +20,14 @@ from recur_server.infra.extensions import db
 from recur_server.models import Run, RunStatus, RunTrigger, Schedule, ScheduleStatus
 from recur_server.policies import Gap
 
+# The schedule locked, whether its workflow has a breaker and anything follows it, and the run's nominal tick,
+# start, trigger and upstream run.
+_Locked = tuple[Schedule, bool, bool, tuple[Any, ...]]
+
 
 def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
-               schedule_id: str | None = None, captured: Captured | None = None) -> Schedule | None:
+               schedule_id: str | None = None, captured: Captured | None = None,
+               snapshot: lean_claim.Snapshot | None = None) -> Schedule | None:
     """Record the outcome of a claimed run and advance the schedule by the success/retry/skip rules.
 
     Compare-and-set on the run: only the first to finish a run (the link itself, the worker that saw
@@ -30,30 +36,31 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
     A caller that knows the run's schedule passes `schedule_id`: the run's UPDATE, the schedule's locked
     read (with its workflow's breaker setting and whether any schedule follows it) then go in one round
     trip (pipelined, on PostgreSQL), in the same order as one after another (the run's row, then the
-    schedule's). What the task left behind
-    (`captured`) is written in the same transaction, by the finish that wins the compare-and-set only.
+    schedule's). A run the lean claim took passes its `snapshot`: the finish then plans from it and reads
+    nothing first (recur_server.chain.lean_finish), unless the rows are no longer as it says. What the task left
+    behind (`captured`) is written in the same transaction, by the finish that wins the compare-and-set only.
     """
     rows.end_session_transaction()
+    if snapshot is not None and not snapshot.has_followers:
+        try:
+            return _finish(run_id, status, error, now, schedule_id, captured, snapshot)
+        except Exception as exc:
+            if not lean_finish.missed(exc):
+                raise
+    return _finish(run_id, status, error, now, schedule_id, captured, None)
+
+
+def _finish(run_id: str, status: RunStatus, error: str | None, now: datetime, schedule_id: str | None,
+            captured: Captured | None, snapshot: lean_claim.Snapshot | None) -> Schedule | None:
     with rawsql.transaction(db.engine, pipelined=True) as tx:  # commits at the end, rolls back on an exception
-        sent = tx.send(rows.FINISH_RUN, {
-            "p_run_id": run_id, "p_status": status.value, "p_finished_at": now, "p_error": error,
-        })
-        known = schedule_id
-        loaded = tx.send(rows.LOAD_FINISHING, {"p_id": known}) if known is not None else None
-        finished = sent.first()
-        if finished is None:
-            tx.rollback()
+        locked = _lock(tx, run_id, status, error, now, schedule_id, snapshot)
+        if locked is None:
             return None
-        schedule_id, nominal, _started, trigger, triggered_by = finished
+        schedule, has_breaker, has_followers, (nominal, started, trigger, triggered_by) = locked
+        schedule_id = schedule.id
         if captured is not None:
             tx.send(rows.RECORD_OUTPUT, {"p_run_id": run_id, **{f"p_{k}": v for k, v in captured.as_dict().items()}})
-        tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, finished[2], now))
-        if loaded is None or schedule_id != known:
-            loaded = tx.send(rows.LOAD_FINISHING, {"p_id": schedule_id})
-        row = loaded.first()
-        if row is None:  # deleted: keep the run's record, touch nothing else
-            return None
-        schedule, has_breaker, has_followers = rows.finishing_of(row)
+        tx.after_commit.append(lambda: metrics.run_finished(status.value, trigger, started, now))
         before = schedule.status
         finish_events.after_run(tx, schedule, run_id, nominal, trigger, status, error, now, has_breaker,
                                 triggered_by=triggered_by)
@@ -82,6 +89,30 @@ def finish_run(run_id: str, status: RunStatus, error: str | None, now: datetime,
             _save_pause(tx, schedule, now)
         finish_events.status_changed(tx, schedule, before, error, now)
     return schedule
+
+
+def _lock(tx: rawsql.Transaction, run_id: str, status: RunStatus, error: str | None, now: datetime,
+          schedule_id: str | None, snapshot: lean_claim.Snapshot | None) -> _Locked | None:
+    """The run's outcome written (compare-and-set) and the schedule's row locked, in that order: the schedule as
+    it is, whether its workflow has a breaker and anything follows it, and the run's tick, start, trigger and
+    upstream run. None when the run was finished already, or its schedule is gone (nothing else to do)."""
+    if snapshot is not None:  # lean: checked with the COMMIT, which the checks abort when the rows are not so
+        schedule = snapshot.schedule()
+        lean_finish.send_locks(tx, run_id, status, error, now, schedule.id, snapshot.version)
+        return schedule, False, False, (snapshot.nominal, snapshot.started, snapshot.trigger, None)
+    sent = tx.send(rows.FINISH_RUN, {"p_run_id": run_id, "p_status": status.value, "p_finished_at": now,
+                                     "p_error": error})
+    loaded = tx.send(rows.LOAD_FINISHING, {"p_id": schedule_id}) if schedule_id is not None else None
+    finished = sent.first()
+    if finished is None:
+        tx.rollback()
+        return None
+    if loaded is None or finished[0] != schedule_id:
+        loaded = tx.send(rows.LOAD_FINISHING, {"p_id": finished[0]})
+    row = loaded.first()
+    if row is None:  # deleted: keep the run's record, touch nothing else
+        return None
+    return (*rows.finishing_of(row), tuple(finished[1:]))
 
 
 def _finish_outside(tx: rawsql.Transaction, schedule: Schedule, status: RunStatus, error: str | None,

@@ -12,10 +12,15 @@ caller knows, never comes here.
 The row lock goes first, as its own statement: the claim's check for a run outside the chain then reads with a
 snapshot taken once the lock is held, so it sees a run that a manual or backfill start (which locks the same
 row) committed while this link waited, as the full path's separate read does.
+
+What the claim's UPDATE returns is the row it left, with its version (PostgreSQL's xmin, which every write of
+the row changes): the finish plans from that snapshot and writes in the same round trip as it locks, if the
+row is still that version (recur_server.chain.lean_finish).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +30,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from recur_server.chain import rows
 from recur_server.infra import clock, rawsql
 from recur_server.infra.extensions import db
-from recur_server.models import RunStatus, UTCDateTime, Workflow
+from recur_server.models import RunStatus, Schedule, UTCDateTime, Workflow
 from recur_server.policies.overlap import DETACHED
 from recur_server.tasks import task_names
 
@@ -35,6 +40,25 @@ FULL_PATH_SECONDS = 60.0
 _FULL_PATH_KEPT = 10_000  # schedules remembered at most; past it the memory starts again
 
 _full_path: dict[str, float] = {}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The schedule's row as the lean claim left it (every column, as rows.READ_CLAIMED reads them), its version,
+    and what the claim decided: the run's tick, start and trigger."""
+
+    row: tuple[Any, ...]
+    version: str
+    has_followers: bool
+    nominal: datetime
+    started: datetime
+    trigger: str
+
+    def schedule(self) -> Schedule:
+        """A new detached copy each time: a finish changes it in memory, and a finish tried again starts over."""
+        schedule = rows.schedule_of(self.row)
+        assert schedule is not None
+        return schedule
 
 _S = rows.SCHEDULES.c
 _W = Workflow.__table__.c
@@ -54,8 +78,10 @@ _claimed = (
     )
     .values(running_run_id=bindparam("p_run_id"), last_run_at=bindparam("p_now", type_=UTCDateTime()),
             updated_at=bindparam("p_now", type_=UTCDateTime()), waiting_note=None)
-    .returning(_S.name, _S.trigger_payload, _S.timeout_seconds,
-               select(_W.task).where(_W.id == _S.workflow_id).scalar_subquery().label("task"))
+    .returning(*rows.SCHEDULES.c,
+               select(_W.task).where(_W.id == _S.workflow_id).scalar_subquery().label("task"),
+               rows.has_followers().label("has_followers"),
+               rows.row_version().label("version"))
     .cte("claimed")
 )
 _recorded = insert(_RUNS).from_select(
@@ -66,9 +92,8 @@ _recorded = insert(_RUNS).from_select(
            bindparam("p_now", type_=UTCDateTime()), literal(RunStatus.RUNNING.value),
            bindparam("p_worker", type_=String), bindparam("p_trigger", type_=String)).select_from(_claimed),
 ).cte("recorded")
-CLAIM = rawsql.Statement(
-    select(_claimed.c.name, _claimed.c.trigger_payload, _claimed.c.timeout_seconds, _claimed.c.task).add_cte(_recorded)
-)
+CLAIM = rawsql.Statement(select(*_claimed.c).add_cte(_recorded))
+_COLUMNS = len(rows.SCHEDULES.c)
 
 
 def applies(schedule_id: str, scheduled_for: datetime, now: datetime, late_after: float) -> bool:
@@ -80,16 +105,20 @@ def applies(schedule_id: str, scheduled_for: datetime, now: datetime, late_after
     return until is None or until <= clock.monotonic()
 
 
-def claim(values: dict[str, Any], scheduled_for: datetime, trigger: str) -> tuple[Any, ...] | None:
-    """Claim the tick and record its run (committed), or change nothing: returns the run's name, payload, timeout
-    and task, or None. `values`: the full claim's bound values (p_id, p_revision, p_repeat, p_retry, p_run_id,
+def claim(values: dict[str, Any], scheduled_for: datetime, trigger: str) -> tuple[str, Snapshot] | None:
+    """Claim the tick and record its run (committed), or change nothing: returns the run's task and the row as
+    claimed, or None. `values`: the full claim's bound values (p_id, p_revision, p_repeat, p_retry, p_run_id,
     p_now, p_worker); `trigger`: the run's (schedule, or retry)."""
     with rawsql.transaction(db.engine, pipelined=True) as tx:
         tx.send(LOCK, values)
         claimed = tx.send(CLAIM, {**values, "p_scheduled_for": scheduled_for, "p_trigger": trigger,
                                   "p_tasks": task_names()})
         tx.commit()  # in the same round trip: the claim's rows are read once it is committed
-        return claimed.first()
+        row = claimed.first()
+    if row is None:
+        return None
+    task, has_followers, version = row[_COLUMNS:]
+    return task, Snapshot(row[:_COLUMNS], version, bool(has_followers), scheduled_for, values["p_now"], trigger)
 
 
 def went_full_path(schedule_id: str) -> None:

@@ -12,7 +12,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, exists, insert, select, update
+from sqlalchemy import Text, bindparam, cast, exists, insert, literal_column, select, update
 from sqlalchemy.exc import IntegrityError
 
 from recur_server.infra import rawsql
@@ -114,10 +114,23 @@ LOAD_SCHEDULE = rawsql.Statement(
 # A finish's locked read: LOAD_SCHEDULE's, and whether any schedule follows this one (recur_server.chain.follow), so
 # a finish of a schedule nothing follows reads no followers (the index on after_schedule_id answers it).
 _FOLLOWER = SCHEDULES.alias("follower")
+
+
+def has_followers() -> Any:
+    """Whether any schedule follows the schedule of the row at hand."""
+    return exists().where(_FOLLOWER.c.after_schedule_id == SCHEDULES.c.id)
+
+
+def row_version() -> Any:
+    """PostgreSQL's version of the row at hand (its xmin, as text): every write of the row changes it, a row lock
+    does not. What the lean finish checks the lean claim's snapshot by (recur_server.chain.lean_finish)."""
+    return cast(literal_column("xmin"), Text)
+
+
 LOAD_FINISHING = rawsql.Statement(
     select(SCHEDULES, select(Workflow.breaker_threshold).where(Workflow.id == SCHEDULES.c.workflow_id)
            .scalar_subquery().label("workflow_breaker_threshold"),
-           exists().where(_FOLLOWER.c.after_schedule_id == SCHEDULES.c.id).label("has_followers"))
+           has_followers().label("has_followers"))
     .where(SCHEDULES.c.id == bindparam("p_id")).with_for_update(of=SCHEDULES)
 )
 # In a claim, after its UPDATE: the row is already locked by this transaction, and a read sees the update.

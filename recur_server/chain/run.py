@@ -187,7 +187,7 @@ def _record_outcome(prepared: Prepared, status: RunStatus, error: str | None,
     while True:
         try:
             return finish_run(prepared.claim.run_id, status, error, finished_at, prepared.claim.schedule_id,
-                              captured)
+                              captured, prepared.claim.snapshot)
         except Exception as exc:
             if not rawsql.unavailable(exc, db.engine) or clock.monotonic() + wait >= prepared.deadline:
                 raise
