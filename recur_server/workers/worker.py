@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from rq import SimpleWorker, Worker, worker_registration
+from rq import Queue, SimpleWorker, Worker, worker_registration
 from rq.executions import Execution
 from rq.worker.base import WorkerStatus
 
@@ -27,6 +27,7 @@ from recur_server.infra import clock
 from recur_server.infra.extensions import db
 from recur_server.infra.threads import deaf_to_stop_signals
 from recur_server.workers import horse
+from recur_server.workers.dequeue import OneTripQueue
 from recur_server.workers.pool import death_of, exits_before
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,15 @@ class QuietBetweenJobs(_RQWorker):
     that could not be put is put back by the reconciler, and the worker goes on to its next dequeue, which
     waits for Redis. Subclasses put what they do for a job in run_job."""
 
+    queue_class = OneTripQueue  # a waiting job taken and read in one round trip
     _beat_at: float | None = None  # clock.monotonic() of the last heartbeat sent
     _state_unsaved = False  # the worker's state could not be written to Redis
+
+    def validate_queues(self) -> None:
+        """Any RQ Queue will do: the queue_class changes only how this worker takes jobs off them."""
+        for queue in self.queues:
+            if not isinstance(queue, Queue):
+                raise TypeError(f"{queue} is not an RQ Queue")
 
     def execute_job(self, job: Any, queue: Any) -> None:
         try:
