@@ -113,9 +113,10 @@ def test_a_link_on_the_default_worker_costs_three_redis_round_trips(real_app, fa
     started, heartbeat, check its dependents, record the result); the worker's return to IDLE was an eighth,
     and a link adds its lease and its hand-off. The default worker writes RQ's start of a link it claimed
     with the lease and RQ's end of it with the hand-off (recur_server.workers.link_jobs), and takes a job and
-    reads it in one (recur_server.workers.dequeue): three in all (take, start, end); 8.85, then 4, before. Counted on the real server's socket: every round trip (a pipeline is
-    one) the worker's process sends while it drains 40 links, beyond what it sends to drain none
-    (registration, heartbeat, suspension check, death)."""
+    reads it in one (recur_server.workers.dequeue): three in all (take, start, end); 8.85, then 4, before.
+    Counted on the real server's socket: every round trip (a pipeline is one) the worker's process sends
+    while it drains 40 links, beyond what it sends to drain none (registration, heartbeat, suspension check,
+    death)."""
     import redis.connection
 
     from recur_server.workers.pool import Limits
