@@ -2,11 +2,10 @@
 committed when it starts and an UPDATE committed when it ends, the least any scheduler with a durable history
 does. Same database as the Recur rows, same driver and the same connection settings as Recur's engine
 (recur_server/infra/extensions.py): the stdlib sqlite3 through a SQLAlchemy pool (WAL, synchronous=NORMAL, a busy
-timeout,
-BEGIN IMMEDIATE) or psycopg 3 through a SQLAlchemy pool; the statements go straight to the driver's cursor, as
-Recur's link does (recur_server/infra/rawsql.py). Recur's pre-ping of every pooled PostgreSQL connection is left out:
-it is
-Recur's resilience, not the least a durable record needs."""
+timeout, the write lock up front as recur_server/infra/write_lock.py takes it) or psycopg 3 through a SQLAlchemy
+pool; the statements go straight to the driver's cursor, as Recur's link does (recur_server/infra/rawsql.py).
+Recur's pre-ping of every pooled PostgreSQL connection is left out: it is Recur's resilience, not the least a
+durable record needs."""
 
 from __future__ import annotations
 
@@ -16,6 +15,8 @@ from typing import Any
 from rq import get_current_job
 from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, create_engine, event, func, select
 from sqlalchemy.engine import Engine
+
+from recur_server.infra import write_lock
 
 RUNS = Table(
     "bench_runs", MetaData(),
@@ -97,7 +98,7 @@ def recorded_noop(url: str) -> None:
 def _begin(cursor: Any, sqlite: bool) -> None:
     # SQLite: the write lock up front, as Recur's transactions take it; psycopg begins by itself.
     if sqlite:
-        cursor.execute("BEGIN IMMEDIATE")
+        write_lock.begin_immediate(cursor.execute)
 
 
 def _stamp(sqlite: bool) -> Any:
@@ -110,6 +111,7 @@ def _sqlite_settings(dbapi_connection: Any, _record: Any) -> None:
     """Recur's SQLite settings (recur_server/infra/extensions.py): transactions opened explicitly, WAL, busy timeout."""
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    for pragma in ("journal_mode=WAL", "busy_timeout=30000", "synchronous=NORMAL", "foreign_keys=ON"):
+    for pragma in ("journal_mode=WAL", f"busy_timeout={write_lock.BUSY_TIMEOUT_MS}", "synchronous=NORMAL",
+                   "foreign_keys=ON"):
         cursor.execute(f"PRAGMA {pragma}")
     cursor.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,11 @@ from redis.sentinel import Sentinel
 from rq import Queue
 from rq.registry import ScheduledJobRegistry
 from sqlalchemy import event
-from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase
 
-from recur_server.infra import pool_check, redis_url
+from recur_server.infra import pool_check, redis_url, write_lock
 from recur_server.infra.config import DEFAULT_REDIS_TIMEOUT_SECONDS
 
 
@@ -110,23 +112,23 @@ def engine_options(uri: str, given: dict[str, Any] | None = None) -> dict[str, A
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
     # Let SQLAlchemy, not the driver, open transactions, so that each one takes the write lock
     # up front (BEGIN IMMEDIATE): a read-then-write transaction can then wait for the lock
-    # instead of failing with "database is locked" when another process wrote in between.
+    # instead of failing with "database is locked" when another process wrote in between
+    # (recur_server.infra.write_lock takes it).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute(f"PRAGMA busy_timeout={write_lock.BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 
 
-def begin_statement(dialect: Dialect) -> str | None:
-    """What opens a transaction on this database, when the driver is not left to open it itself."""
-    return "BEGIN IMMEDIATE" if dialect.name == "sqlite" else None
-
-
 def _sqlite_begin_immediate(conn) -> None:  # type: ignore[no-untyped-def]
-    conn.exec_driver_sql(begin_statement(conn.dialect))
+    dbapi_connection = conn.connection.dbapi_connection
+    try:
+        write_lock.begin_immediate(dbapi_connection.execute)
+    except sqlite3.Error as exc:  # as SQLAlchemy raises what the driver raised (OperationalError, ...)
+        raise DBAPIError.instance(write_lock.BEGIN, (), exc, sqlite3.Error) from exc
 
 
 def get_redis(app: Flask | None = None) -> Redis:

@@ -25,8 +25,7 @@ from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, StatementError
 from sqlalchemy.sql.expression import Executable
 
-from recur_server.infra import pool_check
-from recur_server.infra.extensions import begin_statement
+from recur_server.infra import pool_check, write_lock
 
 Processor = Callable[[Any], Any] | None
 
@@ -176,9 +175,8 @@ class Transaction:
 
     def _begin(self) -> None:
         """SQLite's transaction takes the write lock up front; PostgreSQL's driver begins by itself."""
-        sql = begin_statement(self._dialect)
-        if sql is not None:
-            self._call(lambda: self._cursor.execute(sql), sql)
+        if self._dialect.name == "sqlite":
+            self._call(lambda: write_lock.begin_immediate(self._cursor.execute), write_lock.BEGIN)
 
     def commit(self) -> None:
         """Commit (the block's end does, unless rolled back or committed already). Called before the end,
