@@ -1,6 +1,6 @@
 """On SQLite a transaction that waits for the write lock takes it as soon as the holder lets go, not after one
 of SQLite's own backoff sleeps (recur_server/infra/write_lock.py); a lock held past the timeout still fails
-with "database is locked", as before."""
+with "database is locked", as before; and the pages a background pass reads take no write lock at all."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from flask import Flask
@@ -15,6 +16,8 @@ from sqlalchemy.exc import OperationalError
 
 from recur_server.infra import write_lock
 from recur_server.infra.extensions import db
+from recur_server.infra.reads import read_alone
+from recur_server.services import reconcile, retention
 
 # SQLite's own handler, with the lock let go after 130 ms, tries at 128 ms and then sleeps 50 ms: the waiter
 # takes the lock 45-50 ms after its release. Trying every 2 ms takes it within a few ms of it; a loaded
@@ -102,3 +105,32 @@ def test_only_a_busy_database_is_tried_again(tmp_path) -> None:  # type: ignore[
     with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
         write_lock.begin_immediate(execute)
     assert sent == ["PRAGMA busy_timeout=0", write_lock.BEGIN, f"PRAGMA busy_timeout={write_lock.BUSY_TIMEOUT_MS}"]
+
+
+@pytest.fixture
+def lock_held(app: Flask, sqlite_path: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Another connection holds the write lock throughout; a transaction that wants it gives up after 0.2 s."""
+    monkeypatch.setattr(write_lock, "BUSY_TIMEOUT_MS", 200)
+    holder = Holder(sqlite_path, 3.0)
+    holder.start()
+    assert holder.holding.wait(5)
+    yield
+    holder.join(5)
+
+
+def test_the_reads_of_background_passes_take_no_write_lock(app: Flask, lock_held: None) -> None:
+    now = datetime.now(UTC)
+    with app.app_context():
+        assert list(reconcile._every_active()) == []
+        assert list(reconcile._due_before(now + timedelta(hours=1))) == []
+        settings = retention.retention_from(app.config)
+        assert retention._prune_runs(now, settings, 500, 50, None, lambda: None) == (0, None, False)
+        assert read_alone(lambda: db.session.execute(db.text("SELECT count(*) FROM runs")).scalar()) == 0
+
+
+def test_a_transaction_after_a_read_alone_takes_the_write_lock(app: Flask, lock_held: None) -> None:
+    with app.app_context():
+        read_alone(lambda: db.session.execute(db.text("SELECT 1")).scalar())
+        with pytest.raises(OperationalError, match="database is locked"):
+            db.session.execute(db.text("SELECT 1"))
+        db.session.rollback()

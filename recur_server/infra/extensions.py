@@ -52,7 +52,7 @@ def init_app(app: Flask) -> None:
         engine = db.engine
         if engine.dialect.name == "sqlite":
             event.listen(engine, "connect", _sqlite_pragmas)
-            event.listen(engine, "begin", _sqlite_begin_immediate)
+            event.listen(engine, "begin", _sqlite_begin)
         elif not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):  # unless asked for SQLAlchemy's own
             pool_check.check_before_use(engine)
         # A forked RQ work horse must not share pooled connections with its parent.
@@ -123,7 +123,10 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
-def _sqlite_begin_immediate(conn) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_begin(conn) -> None:  # type: ignore[no-untyped-def]
+    if conn.get_execution_options().get(write_lock.READ_ONLY):
+        conn.exec_driver_sql("BEGIN")  # reads only: no write lock (WAL: a reader never waits for a writer)
+        return
     dbapi_connection = conn.connection.dbapi_connection
     try:
         write_lock.begin_immediate(dbapi_connection.execute)

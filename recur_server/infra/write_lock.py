@@ -10,6 +10,11 @@ transaction that waited took 79, 104, 129, 229 or 431 ms, SQLite's sums of those
 
 So the handler is off (busy_timeout 0) for the one statement that takes the lock, and on again for every other
 statement (a reader may meet a busy database while another connection recovers the journal).
+
+A transaction that only reads, begun with the READ_ONLY execution option (recur_server.infra.reads), takes no
+write lock at all: in WAL mode a reader neither waits for a writer nor holds one up. A background pass's pages
+of reads (the reconciler's, pruning's walk of every schedule) held the lock for each page's read: under the
+same links, a pruning pass once a minute stalled every run for 150-800 ms at a time for half a minute.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ BUSY_TIMEOUT_MS = 30_000  # how long a transaction waits for the write lock, and
 FIRST_PAUSE_SECONDS = 0.0005  # between tries: doubling from this to the next, never more
 LONGEST_PAUSE_SECONDS = 0.002
 BEGIN = "BEGIN IMMEDIATE"
+READ_ONLY = "recur_read_only"  # a Connection's execution option: its transaction only reads
 
 
 def begin_immediate(execute: Callable[[str], object]) -> None:

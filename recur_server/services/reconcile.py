@@ -28,6 +28,7 @@ from recur_server.chain.ids import link_id
 from recur_server.chain.leases import EPOCH_KEY, holders, pulse
 from recur_server.chain.link_lookup import QueuedIds, pending_revisions
 from recur_server.infra.extensions import db, get_queue, get_redis
+from recur_server.infra.reads import read_alone
 from recur_server.models import Run, RunStatus, Schedule, ScheduleStatus
 from recur_server.services.outside_runs import follow as triggered
 from recur_server.services.outside_runs.backfills import resume_backfills
@@ -107,9 +108,7 @@ def reconcile(now: datetime, between_batches: Callable[[], None] | None = None,
 
 
 def _read(statement: Any) -> list[Any]:
-    rows = list(db.session.execute(statement.limit(BATCH)).all())
-    db.session.rollback()
-    return rows
+    return read_alone(lambda: list(db.session.execute(statement.limit(BATCH)).all()))
 
 
 def _every_active() -> Iterator[list[Any]]:

@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Delete, Select, delete, exists, func, select
 
 from recur_server.auth.models import ConsoleSession, OwnerEvent, ScheduleEvent
 from recur_server.infra.extensions import db
+from recur_server.infra.reads import read_alone
 from recur_server.models import Backfill, BreakerTransition, FollowTrigger, Run, RunStatus, Schedule, TriggerRequest
 from recur_server.notify.models import Delivery, DeliveryAttempt, Event
 from recur_server.policies import retention as policy
@@ -151,7 +153,7 @@ def _prune_runs(now: datetime, retention: Retention, batch: int, max_batches: in
     query = page_query if cursor is None else page_query.where(Schedule.id >= cursor)
     last = cursor
     for _ in range(max_batches):
-        page = _read(db.session.execute(query).all)
+        page = read_alone(partial(_all, query))
         for schedule_id, keep_runs_days, oldest_started in page:
             run_cutoff = policy.runs_cutoff(now, retention, keep_runs_days)
             if run_cutoff is None or oldest_started is None or oldest_started >= run_cutoff:
@@ -175,23 +177,19 @@ def _prune_runs(now: datetime, retention: Retention, batch: int, max_batches: in
         last = page[-1][0]
         query = page_query.where(Schedule.id > last)
     # The pass read its limit of pages: the next one starts at the schedule after the last read.
-    following: str | None = _read(lambda: db.session.scalar(
+    following: str | None = read_alone(lambda: db.session.scalar(
         select(Schedule.id).where(Schedule.id > last).order_by(Schedule.id).limit(1)))
     return deleted, following, False
 
 
-def _read(query: Callable[[], Any]) -> Any:
-    """A read in a transaction of its own, ended at once (no snapshot or lock is held between batches)."""
-    try:
-        return query()
-    finally:
-        db.session.rollback()
+def _all(query: Any) -> list[Any]:
+    return list(db.session.execute(query).all())
 
 
 def _newest_kept_started(schedule_id: str, runs_min: int) -> datetime | None:
     """When the schedule's runs_min-th newest run started (None: it has fewer): ix_runs_schedule_started,
     read backwards, runs_min entries."""
-    started: datetime | None = _read(lambda: db.session.scalar(
+    started: datetime | None = read_alone(lambda: db.session.scalar(
         select(Run.started_at).where(Run.schedule_id == schedule_id).order_by(Run.started_at.desc())
         .offset(runs_min - 1).limit(1)))
     return started
