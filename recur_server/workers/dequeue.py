@@ -15,22 +15,31 @@ from typing import Any
 from redis import Redis
 from redis.commands.core import Script
 from rq import Queue
+from rq.intermediate_queue import IntermediateQueue
 from rq.job import Job, parse_job_id
 from rq.utils import as_text, backend_class, get_version
 
-# KEYS: the queues, in the worker's order. ARGV[1]: "1" to move the ID into the queue's intermediate list (one
-# queue, Redis 6.2 or later, as RQ does), else LPOP; ARGV[2]: the job key's prefix. Returns the queue's key, the
-# job's ID and its hash's fields and values (none if the hash is gone), or false when every queue is empty.
+# KEYS: the queues, in the worker's order, then (with one queue, Redis 6.2 or later, as RQ does) that queue's
+# intermediate list, into which the ID is moved; with several, the ID is LPOPped. ARGV[1]: the job key's prefix;
+# ARGV[2]: 1 when KEYS[2] is that intermediate list.
+# Returns the queue's key, the job's ID and its hash's fields and values (none if the hash is gone), or false
+# when every queue is empty.
 _TAKE = """
-for _, queue in ipairs(KEYS) do
+local queues = #KEYS
+local intermediate = nil
+if tonumber(ARGV[2]) == 1 then
+  queues, intermediate = 1, KEYS[2]
+end
+for i = 1, queues do
+  local queue = KEYS[i]
   local id
-  if ARGV[1] == "1" then
-    id = redis.call("LMOVE", queue, queue .. ":intermediate", "LEFT", "RIGHT")
+  if intermediate then
+    id = redis.call("LMOVE", queue, intermediate, "LEFT", "RIGHT")
   else
     id = redis.call("LPOP", queue)
   end
   if id then
-    return {queue, id, redis.call("HGETALL", ARGV[2] .. id)}
+    return {queue, id, redis.call("HGETALL", ARGV[1] .. id)}
   end
 end
 return false
@@ -58,10 +67,12 @@ class OneTripQueue(Queue):
         queues = list(queues)
         keys = [queue.key for queue in queues]
         intermediate = len(keys) == 1 and get_version(connection) >= (6, 2, 0)
+        if intermediate:
+            keys.append(IntermediateQueue.get_intermediate_queue_key(keys[0]))
         job_cls: type[Job] = backend_class(cls, "job_class", override=job_class)
+        args: list[str | int] = [job_cls.redis_job_namespace_prefix, int(intermediate)]
         while True:
-            move = "1" if intermediate else "0"
-            taken = _script(connection)(keys=keys, args=[move, job_cls.redis_job_namespace_prefix], client=connection)
+            taken = _script(connection)(keys=keys, args=args, client=connection)
             if not taken:  # nothing waits: RQ's own dequeue blocks until something does
                 return super().dequeue_any(queues, timeout, connection, job_class=job_class, serializer=serializer,
                                            death_penalty_class=death_penalty_class)
