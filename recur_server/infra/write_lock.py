@@ -4,9 +4,10 @@ every millisecond or two while another connection holds it.
 SQLite's own busy handler (PRAGMA busy_timeout) sleeps ever longer between tries: 1, 2, 5, 10, 15, 20, 25, 25,
 25, 50, 50, then 100 ms. A writer that finds the lock held a few times in a row sleeps 50-100 ms at a time,
 however soon the lock is free, while writers that come later take it first; with several processes writing,
-the waiters back off together while the lock stands free. Measured with two workers' links on SQLite (a
-million schedules, 300 links a second): nothing started for 150-600 ms at a time, every few seconds, and a
-transaction that waited took 79, 104, 129, 229 or 431 ms, SQLite's sums of those sleeps.
+the waiters back off together while the lock stands free. Beside two workers' links (python -m bench --only
+estate --estate 100000:200:120) a probe's BEGIN IMMEDIATE waited 79, 104, 129, 229 or 431 ms, SQLite's sums of
+those sleeps; eight processes taking the lock as links do waited at most 129 ms with the handler, 12 ms this way
+(docs/benchmarks.md, scenario 10).
 
 So the handler is off (busy_timeout 0) for the one statement that takes the lock, and on again for every other
 statement (a reader may meet a busy database while another connection recovers the journal).
@@ -14,7 +15,7 @@ statement (a reader may meet a busy database while another connection recovers t
 A transaction that only reads, begun with the READ_ONLY execution option (recur_server.infra.reads), takes no
 write lock at all: in WAL mode a reader neither waits for a writer nor holds one up. A background pass's pages
 of reads (the reconciler's, pruning's walk of every schedule) held the lock for each page's read: under the
-same links, a pruning pass once a minute stalled every run for 150-800 ms at a time for half a minute.
+same links, the probe waited 100-830 ms again and again while a pruning pass walked the schedules.
 """
 
 from __future__ import annotations
