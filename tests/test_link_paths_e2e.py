@@ -88,8 +88,12 @@ def test_each_way_a_link_goes_on_the_default_worker(stack: Stack, redis_server: 
         worker.stop()  # SIGTERM: a warm stop, the links running finish first
 
     assert _statuses(stack, late)["missed"] >= 1
-    on_time_runs = stack.api.runs(on_time)  # whole, in the message: a skipped one here was seen once, unexplained
-    assert {r["status"] for r in on_time_runs} <= {"succeeded", "running", "missed"}, on_time_runs  # missed: late
+    # Missed: a link that started late. Skipped for overlap: the link of the next tick (handed off when the run
+    # began, a second later) found this run still going, as on a CI machine whose shards took 22 minutes a
+    # run's finish can come more than a second after its claim. Nothing else skips a tick here.
+    on_time_runs = stack.api.runs(on_time)  # whole, in the message
+    assert {(r["status"], r["reason"] if r["status"] == "skipped" else None) for r in on_time_runs} <= {
+        ("succeeded", None), ("running", None), ("missed", None), ("skipped", "overlap")}, on_time_runs
     assert {r["trigger"] for r in stack.api.runs(follower) if r["status"] == "succeeded"} == {"after"}
     assert _statuses(stack, breaker)["failed"] == 1  # one failure opened it; every later tick was skipped
     overlapping = [r for r in stack.api.runs(detached) if r["status"] == "succeeded"]
