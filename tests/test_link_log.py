@@ -26,8 +26,10 @@ def test_each_link_logs_one_line_at_info_naming_its_run_schedule_and_tick(stack:
              what="three runs")
     runs = {run["id"]: run for run in stack.api.runs(schedule["id"])}
     assert len(runs) == 3
-    info = [line for line in worker.output().splitlines() if " INFO " in line and schedule["id"] in line]
-    assert len(info) == 3, info
+    # The line is written once the outcome is committed and the successor handed off: the schedule can read
+    # done a moment before its last line is out.
+    info = wait_for(lambda: _info(worker.output(), schedule["id"], 3), 10, what="three lines at INFO",
+                    interval=0.05)
     for line in info:
         found = re.search(r"run (\S+) succeeded: schedule (\S+) tick (\d+) attempt 1 for (\S+)$", line)
         assert found is not None, line
@@ -35,3 +37,10 @@ def test_each_link_logs_one_line_at_info_naming_its_run_schedule_and_tick(stack:
         assert (found.group(2), int(found.group(3))) == (schedule["id"], run["repeat_number"])
     assert sorted(int(re.search(r"tick (\d+)", line).group(1)) for line in info) == [0, 1, 2]  # type: ignore[union-attr]
     assert "Job OK" not in worker.output() and "Successfully completed" not in worker.output()
+
+
+def _info(output: str, schedule_id: str, count: int) -> list[str] | None:
+    """The lines at INFO naming the schedule, once there are `count` of them (None until then; more fails)."""
+    lines = [line for line in output.splitlines() if " INFO " in line and schedule_id in line]
+    assert len(lines) <= count, lines
+    return lines if len(lines) == count else None
