@@ -17,7 +17,9 @@ from sqlalchemy.exc import OperationalError
 from recur_server.infra import write_lock
 from recur_server.infra.extensions import db
 from recur_server.infra.reads import read_alone
+from recur_server.notify import alerts, delivery, long_runs, workers_gone
 from recur_server.services import reconcile, retention
+from recur_server.services.outside_runs import follow
 
 # SQLite's own handler, with the lock let go after 130 ms, tries at 128 ms and then sleeps 50 ms: the waiter
 # takes the lock 45-50 ms after its release. Trying every 2 ms takes it within a few ms of it; a loaded
@@ -134,3 +136,18 @@ def test_a_transaction_after_a_read_alone_takes_the_write_lock(app: Flask, lock_
         with pytest.raises(OperationalError, match="database is locked"):
             db.session.execute(db.text("SELECT 1"))
         db.session.rollback()
+
+
+def test_the_reads_of_the_watch_and_followers_take_no_write_lock(app: Flask, lock_held: None) -> None:
+    """What every process reads once a watch period (due webhooks), the watch's holder reads (late schedules,
+    long runs, queues without a worker) and a worker reads each second (due followers) takes no write lock:
+    only what it writes does, and with nothing to write here nothing waits for the lock another connection
+    holds."""
+    now = datetime.now(UTC)
+    with app.app_context():
+        assert alerts.check(now) == []
+        assert long_runs.check(now) == []
+        assert workers_gone.liveness(now).unserved == []
+        assert workers_gone.check(now) == {"gone": [], "back": []}
+        assert delivery.deliver_due(now) == 0
+        assert follow.dispatch_due(now) == []  # each second, in one worker

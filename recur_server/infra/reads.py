@@ -1,6 +1,7 @@
-"""Reads in a transaction of their own, for background passes that read page after page (the reconciler's,
-pruning's): each page is read and its transaction ended at once, so no snapshot or lock is held between pages,
-and on SQLite the transaction takes no write lock (recur_server.infra.write_lock), so a pass never holds up a
+"""Reads in a transaction of their own, for what background passes read before they write, if they write at all:
+the pages the reconciler and pruning read one after another, and the looks that come back every few seconds (the
+watch's, due webhooks, due followers). Each read's transaction ends at once, so no snapshot or lock is held
+between reads, and on SQLite it takes no write lock (recur_server.infra.write_lock), so a pass never holds up a
 link's claim or finish."""
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from flask import current_app
 from sqlalchemy import select, text, update
 
 from recur_server.infra.extensions import db
+from recur_server.infra.reads import read_alone
 from recur_server.models import ALERTED, Schedule, ScheduleStatus
 from recur_server.notify.events import payload
 from recur_server.notify.outbox import EventType, emit
@@ -30,9 +31,8 @@ def check(now: datetime) -> list[str]:
     """Mark every late schedule; returns their ids. Reads only the candidates, those whose next_run_at or
     detached_since is past (ix_scheduled_jobs_due, ix_scheduled_jobs_detached), at most BATCH of each: a
     check costs what is overdue, not every schedule with an alert."""
-    rows = {row.id: row for column in (Schedule.next_run_at, Schedule.detached_since)
-            for row in db.session.execute(candidates(column, now)).all()}
-    db.session.rollback()
+    rows = read_alone(lambda: {row.id: row for column in (Schedule.next_run_at, Schedule.detached_since)
+                               for row in db.session.execute(candidates(column, now)).all()})
     marked = []
     for schedule_id, next_run_at, detached_since, alert_after in rows.values():
         expected = expected_tick(next_run_at, detached_since)

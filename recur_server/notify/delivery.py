@@ -30,6 +30,7 @@ from flask import Flask, current_app
 from sqlalchemy import func, select, update
 
 from recur_server.infra.extensions import db
+from recur_server.infra.reads import read_alone
 from recur_server.notify import send
 from recur_server.notify.guard import allowed_hosts, egress
 from recur_server.notify.models import Delivery, DeliveryAttempt, Event, Webhook
@@ -107,14 +108,8 @@ def wait_idle(timeout: float = 60.0) -> None:
     wait(pending, timeout=timeout)
 
 
-def deliver_due(now: datetime) -> int:
-    """Claim deliveries due now, fairly across owners, as many as this process has free slots for, and
-    start sending them; returns how many were started. Sending happens in the pool's threads."""
-    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
-    sender = _the_sender(int(app.config.get("RECUR_WEBHOOK_CONCURRENCY", 8)))
-    free = sender.free()
-    if free <= 0:
-        return 0
+def _due_per_owner(sender: _Sender, free: int, now: datetime) -> dict[int, list[tuple[int, datetime]]]:
+    """The deliveries due now of the owners longest waiting, as many of each as it has room for."""
     owners = db.session.execute(
         select(Delivery.owner_id).where((Delivery.status == "pending") & (Delivery.next_attempt_at <= now))
         .group_by(Delivery.owner_id).order_by(func.min(Delivery.next_attempt_at)).limit(OWNERS_PER_PASS)
@@ -128,7 +123,18 @@ def deliver_due(now: datetime) -> int:
             select(Delivery.id, Delivery.next_attempt_at)
             .where((Delivery.status == "pending") & (Delivery.owner_id == owner_id) & (Delivery.next_attempt_at <= now))
             .order_by(Delivery.next_attempt_at, Delivery.id).limit(room)).all()]
-    db.session.rollback()
+    return queues
+
+
+def deliver_due(now: datetime) -> int:
+    """Claim deliveries due now, fairly across owners, as many as this process has free slots for, and
+    start sending them; returns how many were started. Sending happens in the pool's threads."""
+    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+    sender = _the_sender(int(app.config.get("RECUR_WEBHOOK_CONCURRENCY", 8)))
+    free = sender.free()
+    if free <= 0:
+        return 0
+    queues = read_alone(lambda: _due_per_owner(sender, free, now))
     started = 0
     while free > 0 and any(queues.values()):
         for owner_id, queue in queues.items():  # one of each owner's at a time: round robin

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import select, text, update
 
 from recur_server.infra.extensions import db
+from recur_server.infra.reads import read_alone
 from recur_server.models import Run, Schedule
 from recur_server.notify.alerts import counted
 from recur_server.notify.events import payload
@@ -28,14 +29,13 @@ _RUNNING = text("runs.status = 'running'")
 
 def check(now: datetime) -> list[str]:
     """Emit run.long for every run that became long; returns their ids."""
-    found = db.session.execute(
+    found = read_alone(lambda: db.session.execute(
         select(Run.id, Run.started_at, Run.scheduled_for, Run.trigger, Schedule.id, Schedule.owner_id,
                Schedule.name, Schedule.long_after_seconds)
         .join(Schedule, Schedule.id == Run.schedule_id)
         .where(_RUNNING & Run.long_alerted_at.is_(None) & Schedule.long_after_seconds.is_not(None))
         .limit(BATCH)
-    ).all()
-    db.session.rollback()
+    ).all())
     alerted = []
     for run_id, started_at, scheduled_for, trigger, schedule_id, owner_id, name, long_after in found:
         if not is_long(started_at, long_after, now):

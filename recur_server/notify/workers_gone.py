@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from flask import current_app
@@ -18,6 +19,7 @@ from sqlalchemy import exists, select
 
 from recur_server.infra import worker_beats
 from recur_server.infra.extensions import db, get_redis, queue_names
+from recur_server.infra.reads import read_alone
 from recur_server.models import Schedule, ScheduleStatus
 from recur_server.notify.outbox import EventType, emit
 from recur_server.timing import iso, iso_or_none
@@ -37,9 +39,7 @@ def _used(queue: str) -> bool:
     """Whether an active schedule's links go through `queue`: a process that does not serve a queue (its
     RECUR_QUEUES older or newer than another's, in a rolling change) leaves that queue's outage alone while
     schedules wait on it."""
-    used = bool(db.session.scalar(select(exists().where(_on_queue(queue)))))
-    db.session.rollback()
-    return used
+    return bool(read_alone(lambda: db.session.scalar(select(exists().where(_on_queue(queue))))))
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,17 @@ class Liveness:
         return beat.alive(self.now, self.grace)
 
 
+def _owners(queue: str) -> tuple[int, ...]:
+    return tuple(db.session.scalars(select(Schedule.owner_id).where(_on_queue(queue)).distinct()).all())
+
+
 def liveness(now: datetime) -> Liveness:
     grace = float(current_app.config["RECUR_WORKER_GRACE_SECONDS"])
     beats = worker_beats.read(get_redis())
     queues = queue_names()
     live = worker_beats.live_per_queue(beats, queues, now.timestamp(), grace)
-    unserved = [q for q in queues if not live[q] and db.session.scalar(select(exists().where(_on_queue(q))))]
-    db.session.rollback()
+    unserved = read_alone(lambda: [q for q in queues
+                                   if not live[q] and db.session.scalar(select(exists().where(_on_queue(q))))])
     return Liveness(beats, live, unserved, grace, now.timestamp())
 
 
@@ -89,8 +93,7 @@ def check(now: datetime) -> dict[str, list[str]]:
         if queue in record:
             continue
         last = worker_beats.last_seen(seen.beats, queue)
-        owners = tuple(db.session.scalars(select(Schedule.owner_id).where(_on_queue(queue)).distinct()).all())
-        db.session.rollback()
+        owners = read_alone(partial(_owners, queue))
         _tell(owners, EventType.WORKERS_GONE, {
             "queue": queue, "live_workers": 0, "grace_seconds": seen.grace,
             "last_seen_at": iso_or_none(None if last is None else datetime.fromtimestamp(last, UTC))}, now)

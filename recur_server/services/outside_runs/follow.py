@@ -20,6 +20,7 @@ from recur_server.chain import follow as followers
 from recur_server.infra import rawsql
 from recur_server.infra.extensions import db, get_redis
 from recur_server.infra.locks import hold_if_free
+from recur_server.infra.reads import read_alone
 from recur_server.models import FollowTrigger, Run, RunStatus, RunTrigger, Schedule, ScheduleStatus, UTCDateTime
 from recur_server.services.outside_runs.queueing import enqueue, on_its_way
 
@@ -44,14 +45,12 @@ _SKIP = rawsql.Statement(
 
 
 def _page(status: str, now: datetime) -> list[Any]:
-    rows = db.session.execute(
+    return read_alone(lambda: list(db.session.execute(
         select(_TRIGGERS.c.id, _TRIGGERS.c.downstream_id, _TRIGGERS.c.upstream_run_id, _TRIGGERS.c.run_id,
                _TRIGGERS.c.due_at, _SCHEDULES.c.status, _SCHEDULES.c.timeout_seconds, _SCHEDULES.c.queue)
         .select_from(_TRIGGERS.join(_SCHEDULES, _SCHEDULES.c.id == _TRIGGERS.c.downstream_id))
         .where((_TRIGGERS.c.status == status) & (_TRIGGERS.c.due_at <= bindparam("now", type_=UTCDateTime())))
-        .order_by(_TRIGGERS.c.due_at).limit(BATCH), {"now": now}).all()
-    db.session.rollback()
-    return list(rows)
+        .order_by(_TRIGGERS.c.due_at).limit(BATCH), {"now": now}).all()))
 
 
 def dispatch_due(now: datetime) -> list[str]:
