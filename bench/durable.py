@@ -111,7 +111,6 @@ def _sqlite_settings(dbapi_connection: Any, _record: Any) -> None:
     """Recur's SQLite settings (recur_server/infra/extensions.py): transactions opened explicitly, WAL, busy timeout."""
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    for pragma in ("journal_mode=WAL", f"busy_timeout={write_lock.BUSY_TIMEOUT_MS}", "synchronous=NORMAL",
-                   "foreign_keys=ON"):
+    for pragma in write_lock.pragmas():
         cursor.execute(f"PRAGMA {pragma}")
     cursor.close()

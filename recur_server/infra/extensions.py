@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ from rq import Queue
 from rq.registry import ScheduledJobRegistry
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase
 
 from recur_server.infra import pool_check, redis_url, write_lock
@@ -116,10 +114,8 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     # (recur_server.infra.write_lock takes it).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute(f"PRAGMA busy_timeout={write_lock.BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
+    for pragma in write_lock.pragmas():
+        cursor.execute(f"PRAGMA {pragma}")
     cursor.close()
 
 
@@ -127,11 +123,7 @@ def _sqlite_begin(conn) -> None:  # type: ignore[no-untyped-def]
     if conn.get_execution_options().get(write_lock.READ_ONLY):
         conn.exec_driver_sql("BEGIN")  # reads only: no write lock (WAL: a reader never waits for a writer)
         return
-    dbapi_connection = conn.connection.dbapi_connection
-    try:
-        write_lock.begin_immediate(dbapi_connection.execute)
-    except sqlite3.Error as exc:  # as SQLAlchemy raises what the driver raised (OperationalError, ...)
-        raise DBAPIError.instance(write_lock.BEGIN, (), exc, sqlite3.Error) from exc
+    conn.exec_driver_sql(write_lock.BEGIN)  # waits for the lock in SQLite's busy handler
 
 
 def get_redis(app: Flask | None = None) -> Redis:
