@@ -72,7 +72,7 @@ QUICK = {
     "throughput_workers": "one per core",
     "history": {"runs": 8000, "schedules": 200, "big": 1600, "small": 400, "requests": 10, "warmup": 5,
                 "links": 50, "load": (30, 2), "sample": 1, "settle": 5, "limit": 300},
-    "mixed": {"quick": (30, 2), "slow": (4, 6), "sleep": (1, 3), "slow_spread": 2, "seconds": 5, "drain": 30,
+    "mixed": {"quick": (10, 2), "slow": (4, 6), "sleep": (1, 3), "slow_spread": 2, "seconds": 5, "drain": 30,
               "baseline": [None], "mixed": [None, 2], "own_queue": 6, "few_slow": True, "throughput_slots": [2],
               "throughput_count": 60},
     "estate": {"schedules": 2000, "rate": 20, "seconds": 5, "warmup": 2, "setup": 6},

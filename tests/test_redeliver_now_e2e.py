@@ -42,8 +42,9 @@ def test_a_delivery_waiting_for_its_retry_is_sent_at_once_when_asked(stack: Stac
         asked = time.monotonic()
         status, answer = api.call("POST", redeliver)
         assert status == 202, answer
-        wait_for(lambda: len(receiver.events()) == 2, 1, interval=0.02, what="the event sent again at once")
-        assert time.monotonic() - asked < 1.5
+        # At once: within seconds (a loaded machine's), where the delivery's own retry is five minutes away.
+        wait_for(lambda: len(receiver.events()) == 2, 30, interval=0.02, what="the event sent again at once")
+        assert time.monotonic() - asked < 30
         assert [e["id"] for e in receiver.events()] == [failed["event_id"]] * 2
         log = api.ok("GET", log_path)
         # Newest first: the attempt the request sent (marked with who asked), then the scheduled one.
