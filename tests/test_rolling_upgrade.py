@@ -136,7 +136,7 @@ def test_an_upgrade_from_the_previous_version_loses_and_doubles_no_tick(
         ids = [api.ok("POST", "/api/v1/schedules/", {"name": f"s{i}", "workflow_id": workflow["id"],
                                                      "interval_seconds": 1, "catch_up": "all"})["id"]
                for i in range(SCHEDULES)]
-        wait_for(lambda: all(len(api.runs(i)) >= 3 for i in ids), 60, what="three runs of each under 0.1.0")
+        wait_for(lambda: all(len(api.runs(i)) >= 3 for i in ids), 180, what="three runs of each under 0.1.0")
         # Links 0.1.0 queues and the new workers run: first ticks due after the last old process is gone.
         late = [api.ok("POST", "/api/v1/schedules/", {"name": f"late{i}", "workflow_id": workflow["id"],
                                                       "interval_seconds": LATE_SECONDS, "total_repeats": 1})["id"]
