@@ -98,7 +98,7 @@ def recorded_noop(url: str) -> None:
 def _begin(cursor: Any, sqlite: bool) -> None:
     # SQLite: the write lock up front, as Recur's transactions take it; psycopg begins by itself.
     if sqlite:
-        write_lock.begin_immediate(cursor.execute)
+        cursor.execute(write_lock.BEGIN)
 
 
 def _stamp(sqlite: bool) -> Any:

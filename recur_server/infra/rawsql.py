@@ -176,7 +176,7 @@ class Transaction:
     def _begin(self) -> None:
         """SQLite's transaction takes the write lock up front; PostgreSQL's driver begins by itself."""
         if self._dialect.name == "sqlite":
-            self._call(lambda: write_lock.begin_immediate(self._cursor.execute), write_lock.BEGIN)
+            self._call(lambda: self._cursor.execute(write_lock.BEGIN), write_lock.BEGIN)
 
     def commit(self) -> None:
         """Commit (the block's end does, unless rolled back or committed already). Called before the end,

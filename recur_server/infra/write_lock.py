@@ -17,17 +17,9 @@ same links, a probe waited 100-830 ms again and again while a pruning pass walke
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 BUSY_TIMEOUT_MS = 30_000  # how long a transaction waits for the write lock, and anything else for a busy database
-BEGIN = "BEGIN IMMEDIATE"
+BEGIN = "BEGIN IMMEDIATE"  # on a connection that set pragmas(): waits in SQLite's busy handler
 READ_ONLY = "recur_read_only"  # a Connection's execution option: its transaction only reads
-
-
-def begin_immediate(execute: Callable[[str], object]) -> None:
-    """Open a transaction holding the write lock with `execute` (a DB-API connection's or cursor's, whose
-    connection set PRAGMA busy_timeout=BUSY_TIMEOUT_MS when it was made)."""
-    execute(BEGIN)
 
 
 def pragmas() -> tuple[str, ...]:

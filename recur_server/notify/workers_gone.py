@@ -39,7 +39,11 @@ def _used(queue: str) -> bool:
     """Whether an active schedule's links go through `queue`: a process that does not serve a queue (its
     RECUR_QUEUES older or newer than another's, in a rolling change) leaves that queue's outage alone while
     schedules wait on it."""
-    return bool(read_alone(lambda: db.session.scalar(select(exists().where(_on_queue(queue))))))
+    return read_alone(partial(_any_on, queue))
+
+
+def _any_on(queue: str) -> bool:
+    return bool(db.session.scalar(select(exists().where(_on_queue(queue)))))
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,7 @@ def liveness(now: datetime) -> Liveness:
     beats = worker_beats.read(get_redis())
     queues = queue_names()
     live = worker_beats.live_per_queue(beats, queues, now.timestamp(), grace)
-    unserved = read_alone(lambda: [q for q in queues
-                                   if not live[q] and db.session.scalar(select(exists().where(_on_queue(q))))])
+    unserved = read_alone(lambda: [q for q in queues if not live[q] and _any_on(q)])
     return Liveness(beats, live, unserved, grace, now.timestamp())
 
 
