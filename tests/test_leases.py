@@ -4,6 +4,8 @@ the tests renew by hand, as its wake-ups would."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from harness.chain_driver import fresh, make_schedule, next_due, runs_of
@@ -76,3 +78,25 @@ def test_release_deletes_only_its_own_key(chain_app, holder):
         redis.set(lease_key("schedule"), holder)
     lease.release_now()
     assert redis.get(lease_key("schedule")) == holder
+
+
+def test_a_written_off_run_that_ends_says_its_outcome_was_not_recorded(chain_app, fake_clock, caplog):
+    """Its task succeeded, but the run had been written off as worker_lost and its retry planned: the line at
+    INFO says what was recorded, not what the task did ("run X succeeded" read as if the tick had succeeded)."""
+    chain_app.config["RECUR_LEASE_SECONDS"] = LONG_LEASE
+    schedule = make_schedule(fake_clock.now, interval_seconds=10)
+    reconcile(fake_clock.now)
+    stalled = prepare(schedule.id, 0, 0, 0, fake_clock.set(next_due(chain_app)), "stalled-worker")
+    assert isinstance(stalled, Prepared)
+    get_redis(chain_app).delete(lease_key(schedule.id))
+    fake_clock.advance(seconds=LONG_LEASE + 1)
+    assert reconcile(fake_clock.now).runs_written_off == [stalled.claim.run_id]
+
+    with caplog.at_level(logging.INFO, logger="recur_server.chain.run"):
+        complete(stalled, RunStatus.SUCCEEDED, None)
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records
+             if r.name == "recur_server.chain.run" and stalled.claim.run_id in r.getMessage()]
+    assert len(lines) == 1, lines
+    level, message = lines[0]
+    assert level == "WARNING" and "not recorded" in message and "written off" in message, lines
+    assert [r.status for r in runs_of(schedule.id) if r.id == stalled.claim.run_id] == ["failed"]

@@ -167,8 +167,14 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None, captured:
                 along(pipe)
             pipe.execute()
     event = prepared.event  # a link's one line at INFO (recur_server.infra.logs: RQ's own are at DEBUG)
-    log.info("run %s %s: schedule %s tick %s attempt %s for %s", prepared.claim.run_id, status.value,
-             event["scheduled_job_id"], event["repeat_number"], event["retry_number"] + 1, event["scheduled_for"])
+    where = (event["scheduled_job_id"], event["repeat_number"], event["retry_number"] + 1, event["scheduled_for"])
+    if schedule is None and not prepared.claim.detached:
+        # The finish lost its compare-and-set: the record stands as it was, and the line says so.
+        log.warning("run %s %s, but that outcome was not recorded: the run was finished already (written off while "
+                    "it ran, or by an earlier commit of this outcome whose answer was lost) or its schedule deleted: "
+                    "schedule %s tick %s attempt %s for %s", prepared.claim.run_id, status.value, *where)
+    else:
+        log.info("run %s %s: schedule %s tick %s attempt %s for %s", prepared.claim.run_id, status.value, *where)
     logs.clear()
     return status.value
 
