@@ -117,7 +117,8 @@ def test_a_workflow_moved_to_another_queue_mid_run_keeps_every_tick_exactly_once
     ticks = Counter((r["repeat_number"], r["retry_number"]) for r in runs if r["reason"] is None)
     assert max(ticks.values()) == 1, ticks  # no tick claimed twice
     assert max(_executions(log).values()) == 1  # and no body ran twice
-    repeats = sorted(r["repeat_number"] for r in runs)
+    # (a tick passed over while a run went on, by the overlap policy, skip, is a row with no repeat number)
+    repeats = sorted(r["repeat_number"] for r in runs if r["repeat_number"] is not None)
     assert repeats == list(range(repeats[0], repeats[0] + len(repeats))), repeats  # none lost: every repeat has a row
     assert Redis.from_url(stack.env["REDIS_URL"]).llen("rq:queue:recur") == 0
 
