@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from typing import Any
 
 from harness.chain_driver import make_schedule, scheduled_ids
@@ -21,8 +22,11 @@ def _passes(app) -> int:  # type: ignore[no-untyped-def]
 def test_periodic_passes_run_once_per_period_across_workers(chain_app, fake_clock):
     redis = get_redis(chain_app)
     make_schedule(fake_clock.now, interval_seconds=10)
+    began = time.monotonic()
     assert reconcile_once(chain_app, every=60) is not None
-    assert 59_000 < redis.pttl(RECONCILED_KEY) <= 60_000
+    left, since = redis.pttl(RECONCILED_KEY), (time.monotonic() - began) * 1000
+    # the period, less what the pass and this read took (5.4 s of it once, on a loaded CI machine)
+    assert 60_000 - since - 5 < left <= 60_000, (left, since)
     # Another worker's turn within the period: skipped, and nothing was locked or counted.
     assert reconcile_once(chain_app, every=60) is None
     assert _passes(chain_app) == 1 and not redis.exists(RECONCILE_LOCK)

@@ -18,6 +18,14 @@ import os, time, pytest
 def module_fixture():
     with open(os.environ["LOG"], "a") as log:
         log.write(f"setup {{os.getpid()}} {name}\\n")
+    # With READY, a process's files wait (up to 60 s) until another process has taken one too: on a loaded
+    # machine one process could otherwise start seconds before the others and take every file.
+    ready = os.environ.get("READY")
+    if ready:
+        open(os.path.join(ready, str(os.getpid())), "w").close()
+        waited = time.monotonic()
+        while len(os.listdir(ready)) < 2 and time.monotonic() - waited < 60:
+            time.sleep(0.05)
     yield
     with open(os.environ["LOG"], "a") as log:
         log.write(f"teardown {{os.getpid()}} {name}\\n")
@@ -47,7 +55,10 @@ def test_processes_sharing_a_claims_directory_run_each_file_once_and_whole(tmp_p
     claims, log = tmp_path / "claims", tmp_path / "log"
     claims.mkdir()
     root = Path(__file__).resolve().parent.parent
-    env = {**_outside_the_suite(), "RECUR_TEST_CLAIMS": str(claims), "LOG": str(log), "PYTHONPATH": str(root)}
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    env = {**_outside_the_suite(), "RECUR_TEST_CLAIMS": str(claims), "LOG": str(log), "PYTHONPATH": str(root),
+           "READY": str(ready)}
     processes = [subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "harness.claims", "-p",
                                    "no:cacheprovider", str(suite)], cwd=suite, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(3)]

@@ -27,6 +27,8 @@ def test_a_delivery_waiting_for_its_retry_is_sent_at_once_when_asked(stack: Stac
     try:
         api = stack.api
         stack.start_worker()
+        stack.wait_workers_ready()  # its deliveries go out from a worker that runs (a loaded CI machine once
+        # started none within the 30 s below: its log was empty)
         hook = api.ok("POST", "/api/v1/webhooks/", {"url": receiver.url, "event_types": ["schedule.paused"]})
         log_path = f"/api/v1/webhooks/{hook['id']}/deliveries/"
         flow = api.ok("POST", "/api/v1/workflows/", {"name": "noop", "task": "builtin.noop"})
