@@ -145,8 +145,11 @@ def test_a_link_on_the_default_worker_costs_three_redis_round_trips(real_app, fa
     schedules = _links_due_now(real_app, fake_clock, 40)
     busy = drain()
     assert sum(1 for r in runs_of_all(schedules) if r.status == "succeeded") == len(schedules)
-    per_link = (busy - idle) / len(schedules)
-    assert per_link <= 3.0, per_link  # before: 8.85, then 4
+    # Three per link (a dequeue, the start, the end), and a few more for the whole drain: what a worker sends
+    # while it runs (a heartbeat, an empty dequeue) grows with the drain's time, which a loaded machine
+    # stretches. Here a drain counted 112 beyond draining none; a loaded CI run counted 122. A fourth round trip
+    # a link would be 40 more.
+    assert busy - idle <= 3 * len(schedules) + 8, (busy - idle) / len(schedules)  # before: 8.85, then 4
 
 
 def test_the_workers_record_of_an_execution_is_what_rqs_prepare_execution_writes(redis_server):
