@@ -12,8 +12,8 @@ recycling mark (1,000 tasks per worker), so no work process dies inside the wind
 
 `--rate R`: the links and jobs arrive R a second instead of all at once, each link due at its own time (as a
 scheduler's links arrive), each job enqueued at the same moment by this process; the window runs from the first
-arrival to the last finish, idle moments included. A link drained from a backlog is late, and on PostgreSQL a late
-link's lean claim reads its row for catch-up before its COMMIT, a round trip more than an on-time link's.
+arrival to the last finish, idle moments included. A link drained from a backlog is late, and a late link's
+claim reads its row for catch-up (the full claim); one that arrives on time takes the lean claim on PostgreSQL.
 """
 
 from __future__ import annotations

@@ -8,10 +8,9 @@ round trips to the server (psycopg's pipeline mode sends several statements in o
 process and has none). `--trace` says where each Redis round trip and
 each statement comes from. Rates here are one process's and say little; the bench measures speed.
 
-The links are drained from a backlog, so each is late: on PostgreSQL a late link's lean claim reads its row
-before the COMMIT (catch-up may decide; here, each schedule hourly, it has nothing to), a round trip more than an
-on-time link's. `--on-time` counts what a link that arrives on time costs: the claim's lateness check is raised
-past the drain's length.
+The links are drained from a backlog, so each is late, and a late link's claim is the full one (catch-up may
+decide). `--on-time` counts what a link that arrives on time costs: the claim's lateness check is raised past the
+drain's length (each schedule here is hourly and runs once, so catch-up has nothing to decide either way).
 """
 
 from __future__ import annotations

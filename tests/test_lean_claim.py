@@ -1,8 +1,7 @@
-"""The lean claim (recur_server.chain.lean_claim): on PostgreSQL a link of a plain schedule claims its tick and
-records its run in one statement (one round trip on time, two when late); a link a policy must decide (catch-up
-among them), and every link on SQLite, takes the full path, which decides as it always did. The full path is
-counted here (it still runs): a test of the lean claim must see it not taken, a test of a fallback must see it
-taken once."""
+"""The lean claim (recur_server.chain.lean_claim): on PostgreSQL an on-time link of a plain schedule claims its tick
+and records its run in one statement, one round trip; every other link, and every link on SQLite, takes the full
+path, which decides as it always did. The full path is counted here (it still runs): a test of the lean claim
+must see it not taken, a test of a fallback must see it taken once."""
 
 from __future__ import annotations
 
@@ -16,10 +15,9 @@ from sqlalchemy import select, text, update
 
 from harness.chain_driver import fresh, make_schedule
 from harness.row_locks import behind_held_rows
-from recur_server.chain import claim, finish, lean_claim
+from recur_server.chain import claim, lean_claim
 from recur_server.infra.extensions import db
-from recur_server.models import Run, RunStatus, Schedule, Workflow
-from recur_server.notify.models import Event, Webhook
+from recur_server.models import Run, Schedule, Workflow
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
@@ -144,51 +142,16 @@ def test_a_link_a_policy_must_decide_takes_the_full_path_and_keeps_to_it(
     assert isinstance(decided, kind), decided
     assert (decided.trigger if isinstance(decided, claim.Claim) else getattr(decided, "outcome", None)) == what
     assert full_path == [schedule.id]  # once: the lean statement wrote nothing the full path then had to undo
-    assert lean_claim.applies(schedule.id) is False  # its next links go the full path at once
+    assert lean_claim.applies(schedule.id, NOW, NOW, 1.0) is False  # its next links go the full path at once
 
 
-def test_a_late_link_claims_lean_unless_catch_up_has_ticks_to_decide(app: Flask, full_path: list[str]) -> None:
-    late = make_schedule(NOW, interval_seconds=60, name="late")
-    overtaken = make_schedule(NOW, interval_seconds=60, name="overtaken", catch_up="latest")
-    gone = make_schedule(NOW, interval_seconds=60, name="gone")
-    claimed = _link(late, late=5.0)  # its next tick (60 s on) is not due: it runs its own, as the full path would
-    assert isinstance(claimed, claim.Claim)
-    assert (claimed.trigger, claimed.nominal, _run(claimed.run_id).status) == ("schedule", late.next_run_at, "running")
-    assert full_path == ([] if _postgres() else [late.id])
-    assert (claimed.snapshot is not None) == _postgres()  # its finish plans from the row, in one round trip
-    # 125 s late, two later ticks are due: catch-up (latest) runs the newest and records the one between as missed.
-    # The lean claim rolled back what it wrote: one run, the full path's.
-    assert overtaken.next_run_at is not None
-    caught = _link(overtaken, late=125.0)
-    assert isinstance(caught, claim.Claim)
-    assert (caught.trigger, caught.nominal) == ("catch_up", overtaken.next_run_at + timedelta(seconds=120))
-    runs = list(db.session.scalars(select(Run).where(Run.schedule_id == overtaken.id)))
-    db.session.rollback()
-    assert sorted((run.status, run.id == caught.run_id) for run in runs) == [("missed", False), ("running", True)]
+def test_a_late_link_and_a_fenced_out_copy_go_the_full_path_and_are_not_remembered(
+        app: Flask, full_path: list[str]) -> None:
+    late, gone = make_schedule(NOW, interval_seconds=60), make_schedule(NOW, interval_seconds=60)
+    assert isinstance(_link(late, late=5.0), claim.Claim)
     assert _link(gone, revision=gone.revision + 1) is None  # a copy planned under another revision
-    assert full_path[-2:] == [overtaken.id, gone.id]
-    # Catch-up needed Python: that schedule goes the full path for a while; a fenced-out copy is not remembered.
-    assert set(lean_claim._full_path) == ({overtaken.id} if _postgres() else set())
-
-
-def test_a_late_link_claimed_lean_records_run_late_in_its_claim(app: Flask, full_path: list[str]) -> None:
-    db.session.add(Webhook(owner_id=1, url="https://hooks.example.com/recur", event_types=["run.late"],
-                           secret="whsec_cmVjdXItZXhhbXBsZS1zZWNyZXQtMjRi", created_at=NOW))
-    db.session.commit()
-    schedule = make_schedule(NOW, interval_seconds=60, late_after_seconds=2)
-    due = schedule.next_run_at
-    assert due is not None
-    claimed = _link(schedule, late=5.0)
-    assert isinstance(claimed, claim.Claim) and full_path == ([] if _postgres() else [schedule.id])
-    assert _run(claimed.run_id).late_alerted_at == due + timedelta(seconds=5)
-    events = list(db.session.scalars(select(Event).where(Event.type == "run.late")))
-    db.session.rollback()
-    assert [(e.data["run_id"], e.data["late_seconds"]) for e in events] == [(claimed.run_id, 5.0)]
-    # The alert wrote the run's row, not the schedule's: the finish still plans from the claim's snapshot.
-    finished = finish.finish_run(claimed.run_id, RunStatus.SUCCEEDED, None, due + timedelta(seconds=6),
-                                 schedule.id, None, claimed.snapshot)
-    assert finished is not None and (finished.run_count, finished.next_run_at) == (1, due + timedelta(seconds=60))
-    assert _run(claimed.run_id).status == "succeeded"
+    assert full_path == [late.id, gone.id]
+    assert lean_claim._full_path == {}
 
 
 def test_a_run_outside_the_chain_started_while_the_link_waits_for_the_row_is_seen(

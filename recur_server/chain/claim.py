@@ -7,7 +7,6 @@ What it returns says what the caller hands off *after* the commit (commit, then 
 
 from __future__ import annotations
 
-import functools
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +23,7 @@ from recur_server.policies.catch_up import needs_decision
 from recur_server.tasks import get_task
 
 # A link later than this may find later ticks of its schedule come due (no two ticks are closer than a
-# second): only then does catch-up decide (its row is read first), so an on-time link pays nothing for it.
+# second): only then does catch-up decide, so an on-time link pays nothing for it.
 LATE_CHECK_SECONDS = 0.25
 
 # A tick whose task the worker that took it does not know is put off this long, each time until a worker that
@@ -76,9 +75,8 @@ def claim_tick(
     One UPDATE ... WHERE is the compare-and-set: two copies of a link cannot both pass it. In the same
     transaction the policies are carried out: catch-up's choice of tick and its missed rows, overlap with
     a run outside the chain, the workflow's concurrency limit; a tick that is not run is Passed (recorded,
-    the chain moved on) or told to Wait (nothing written). On PostgreSQL a link of a schedule none of those
-    policies needs Python for claims in one statement (recur_server.chain.lean_claim): an on-time link in one
-    round trip, a late one in two, unless catch-up has ticks to decide over (then the full path claims it).
+    the chain moved on) or told to Wait (nothing written). On PostgreSQL an on-time link of a schedule none of
+    those policies needs Python for claims in one statement (recur_server.chain.lean_claim).
     """
     run_id = run_id or str(uuid.uuid4())
     rows.end_session_transaction()
@@ -86,12 +84,10 @@ def claim_tick(
         "p_id": schedule_id, "p_revision": revision, "p_repeat": repeat, "p_retry": retry,
         "p_run_id": run_id, "p_now": now, "p_worker": worker,
     }
-    lean = lean_claim.applies(schedule_id)
+    lean = lean_claim.applies(schedule_id, scheduled_for, now, LATE_CHECK_SECONDS)
     if lean:  # one round trip; when it matches nothing, nothing was written and the full path below decides
         trigger = _trigger_of(retry, scheduled_for, None, None, None)  # no backlog and no catch-up: it matched none
-        late = (now - scheduled_for).total_seconds() >= LATE_CHECK_SECONDS
-        settle = functools.partial(_settle_late, run_id, retry, scheduled_for, now, trigger) if late else None
-        claimed = lean_claim.claim(values, scheduled_for, trigger, settle)
+        claimed = lean_claim.claim(values, scheduled_for, trigger)
         if claimed is not None:
             metrics.run_claimed(scheduled_for, now)
             task, snapshot = claimed
@@ -104,19 +100,9 @@ def claim_tick(
     return decided
 
 
-def _settle_late(run_id: str, retry: int, scheduled_for: datetime, now: datetime, trigger: str,
-                 tx: rawsql.Transaction, row: Schedule) -> bool:
-    """A late link's lean claim, before its COMMIT: False when catch-up must decide (the full path then claims);
-    else the run.late alert, if it started late enough, goes in the same transaction."""
-    if is_late(scheduled_for, retry, now) and catch_up_for(row, scheduled_for, now) is not None:
-        return False
-    run_alerts.after_claim(tx, row, row.id, run_id, scheduled_for, now, trigger)
-    return True
-
-
 def _claim_full(values: dict[str, Any], schedule_id: str, retry: int, scheduled_for: datetime,
                 now: datetime) -> Claim | Passed | Wait | None:
-    """The claim of any link, whatever its policies need: the lean claim's fallback, and every link's on SQLite."""
+    """The claim of any link, whatever its policies need: the lean claim's fallback, and every late link's."""
     run_id = values["p_run_id"]
     # Pipelined (PostgreSQL): the claim and the reads it usually needs go in one round trip, and the run's
     # INSERT with the COMMIT. The reads run after the claim's UPDATE, in its transaction: they see its row.

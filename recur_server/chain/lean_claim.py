@@ -1,17 +1,13 @@
-"""The lean claim (PostgreSQL): a link of a plain schedule takes its tick and records its run in one statement,
-sent with the schedule's row lock and, for an on-time link, the COMMIT in one round trip.
+"""The lean claim (PostgreSQL): an on-time link of a plain schedule takes its tick and records its run in one
+statement, sent with the schedule's row lock and the COMMIT in one round trip.
 
 A plain schedule is one whose link needs no decision in Python: its workflow has no concurrency limit and no
 circuit breaker, and this worker knows its task; its overlap policy keeps runs in the chain (not allow_all or
 cancel_other); no backlog is being run through; and no run of it outside the chain is going. The statement's
 UPDATE carries all of that in its WHERE with the fence, and its run's INSERT takes its row from the UPDATE's
 RETURNING: both happen or neither. When it matches nothing, nothing was written and the caller takes the full
-path (recur_server.chain.claim), which finds out why.
-
-A late link may need Python after all: later ticks may have come due (catch-up decides), or it started late
-enough for the run.late alert. Its caller passes `settle`, which is given the claimed row before the COMMIT (a
-second round trip): it may add its writes to the transaction, or decline, and then nothing is written and the
-full path decides, as for a link the statement did not match.
+path (recur_server.chain.claim), which finds out why. A late link (catch-up may decide), whose lateness the
+caller knows, never comes here.
 
 The row lock goes first, as its own statement: the claim's check for a run outside the chain then reads with a
 snapshot taken once the lock is held, so it sees a run that a manual or backfill start (which locks the same
@@ -24,7 +20,6 @@ row is still that version (recur_server.chain.lean_finish).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -101,38 +96,29 @@ CLAIM = rawsql.Statement(select(*_claimed.c).add_cte(_recorded))
 _COLUMNS = len(rows.SCHEDULES.c)
 
 
-def applies(schedule_id: str) -> bool:
-    """Whether this link tries the lean claim: PostgreSQL, and its schedule not sent the full path lately."""
-    if db.engine.dialect.name != "postgresql":
+def applies(schedule_id: str, scheduled_for: datetime, now: datetime, late_after: float) -> bool:
+    """Whether this link tries the lean claim: PostgreSQL, on time (less than `late_after` late), and its schedule
+    not sent the full path lately."""
+    if db.engine.dialect.name != "postgresql" or (now - scheduled_for).total_seconds() >= late_after:
         return False
     until = _full_path.get(schedule_id)
     return until is None or until <= clock.monotonic()
 
 
-Settle = Callable[[rawsql.Transaction, Schedule], bool]
-
-
-def claim(values: dict[str, Any], scheduled_for: datetime, trigger: str,
-          settle: Settle | None = None) -> tuple[str, Snapshot] | None:
+def claim(values: dict[str, Any], scheduled_for: datetime, trigger: str) -> tuple[str, Snapshot] | None:
     """Claim the tick and record its run (committed), or change nothing: returns the run's task and the row as
     claimed, or None. `values`: the full claim's bound values (p_id, p_revision, p_repeat, p_retry, p_run_id,
-    p_now, p_worker); `trigger`: the run's (schedule, or retry). `settle` (a late link's): given the transaction
-    and the row as claimed before the COMMIT; False rolls the claim back (None is returned)."""
+    p_now, p_worker); `trigger`: the run's (schedule, or retry)."""
     with rawsql.transaction(db.engine, pipelined=True) as tx:
         tx.send(LOCK, values)
         claimed = tx.send(CLAIM, {**values, "p_scheduled_for": scheduled_for, "p_trigger": trigger,
                                   "p_tasks": task_names()})
-        if settle is None:
-            tx.commit()  # in the same round trip: the claim's rows are read once it is committed
+        tx.commit()  # in the same round trip: the claim's rows are read once it is committed
         row = claimed.first()
-        if row is None:
-            return None
-        task, has_followers, version = row[_COLUMNS:]
-        snapshot = Snapshot(row[:_COLUMNS], version, bool(has_followers), scheduled_for, values["p_now"], trigger)
-        if settle is not None and not settle(tx, snapshot.schedule()):
-            tx.rollback()
-            return None
-    return task, snapshot
+    if row is None:
+        return None
+    task, has_followers, version = row[_COLUMNS:]
+    return task, Snapshot(row[:_COLUMNS], version, bool(has_followers), scheduled_for, values["p_now"], trigger)
 
 
 def went_full_path(schedule_id: str) -> None:
