@@ -9,11 +9,13 @@ import logging
 import pytest
 
 from harness.chain_driver import fresh, make_schedule, next_due, runs_of
+from recur_server.chain.finish import finish_run
 from recur_server.chain.leases import Lease, lease_key
 from recur_server.chain.run import Prepared, complete, prepare
 from recur_server.infra import clock
 from recur_server.infra.extensions import db, get_redis
 from recur_server.models import RunStatus
+from recur_server.services import schedules
 from recur_server.services.reconcile import reconcile
 
 LONG_LEASE = 600
@@ -98,5 +100,43 @@ def test_a_written_off_run_that_ends_says_its_outcome_was_not_recorded(chain_app
              if r.name == "recur_server.chain.run" and stalled.claim.run_id in r.getMessage()]
     assert len(lines) == 1, lines
     level, message = lines[0]
-    assert level == "WARNING" and "not recorded" in message and "written off" in message, lines
-    assert [r.status for r in runs_of(schedule.id) if r.id == stalled.claim.run_id] == ["failed"]
+    assert level == "WARNING" and "not recorded" in message, lines
+    written_off = [r for r in runs_of(schedule.id) if r.id == stalled.claim.run_id]
+    assert [r.status for r in written_off] == ["failed"]
+    # The line says what the run's row holds instead: failed, and the write-off's reason.
+    assert f"finished already as failed ({written_off[0].error})" in message, lines
+
+
+def _ended(caplog: pytest.LogCaptureFixture, prepared: Prepared, status: RunStatus) -> tuple[str, str]:
+    with caplog.at_level(logging.INFO, logger="recur_server.chain.run"):
+        complete(prepared, status, None)
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records
+             if r.name == "recur_server.chain.run" and prepared.claim.run_id in r.getMessage()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def _running(chain_app, fake_clock) -> tuple[str, Prepared]:
+    """A schedule's first tick claimed, its task not yet ended."""
+    chain_app.config["RECUR_LEASE_SECONDS"] = LONG_LEASE
+    schedule = make_schedule(fake_clock.now, interval_seconds=10)
+    reconcile(fake_clock.now)
+    prepared = prepare(schedule.id, 0, 0, 0, fake_clock.set(next_due(chain_app)), "w1")
+    assert isinstance(prepared, Prepared)
+    return schedule.id, prepared
+
+
+def test_a_run_whose_schedule_was_deleted_says_so(chain_app, fake_clock, caplog):
+    schedule_id, prepared = _running(chain_app, fake_clock)
+    assert schedules.remove([schedule_id], fake_clock.now) == [schedule_id]
+    level, message = _ended(caplog, prepared, RunStatus.SUCCEEDED)
+    assert level == "WARNING" and "not recorded: its schedule was deleted while it ran" in message, message
+
+
+def test_an_outcome_an_earlier_commit_recorded_is_not_called_unrecorded(chain_app, fake_clock, caplog):
+    """The finish's first commit landed but its answer was lost; the retry finds the run finished, as it says."""
+    schedule_id, prepared = _running(chain_app, fake_clock)
+    assert finish_run(prepared.claim.run_id, RunStatus.SUCCEEDED, None, fake_clock.now, schedule_id) is not None
+    level, message = _ended(caplog, prepared, RunStatus.SUCCEEDED)
+    assert level == "INFO" and "(recorded: an earlier commit of it landed" in message, message
+    assert [r.status for r in runs_of(schedule_id) if r.id == prepared.claim.run_id] == ["succeeded"]

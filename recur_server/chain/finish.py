@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select
+
 from recur_server import metrics
 from recur_server.auth import audit
 from recur_server.chain import finish_events, gaps, invalid, lean_claim, lean_finish, outcome, rows
@@ -135,6 +137,14 @@ def _save_pause(tx: rawsql.Transaction, schedule: Schedule, now: datetime) -> No
     """Pause by on_exhausted: the note and time, and the event saying the system did it (same commit)."""
     tx.execute(rows.SAVE_PAUSE, {"p_id": schedule.id, "p_pause_note": schedule.pause_note, "p_paused_at": now})
     audit.record_system(tx, schedule.id, schedule.owner_id, "pause", now, {"pause_note": schedule.pause_note})
+
+
+def finished_as(run_id: str) -> tuple[str, str | None] | None:
+    """A run's status and error as its row holds them (after a finish of it found it finished already), or None
+    when the row is gone: its schedule was deleted, with its run history."""
+    found = db.session.execute(select(Run.status, Run.error).where(Run.id == run_id)).first()
+    db.session.rollback()
+    return None if found is None else (found[0], found[1])
 
 
 def write_off(schedule_id: str, repeat: int, retry: int, reason: str, now: datetime,

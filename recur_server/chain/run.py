@@ -21,7 +21,7 @@ from recur_server.chain import claim as claims
 from recur_server.chain import concurrency, running
 from recur_server.chain.attempt import Attempted, execute_task
 from recur_server.chain.capture import Captured
-from recur_server.chain.finish import finish_run
+from recur_server.chain.finish import finish_run, finished_as
 from recur_server.chain.handoff import hand_off, hand_off_plans
 from recur_server.chain.ids import link_id
 from recur_server.chain.leases import Lease
@@ -168,15 +168,32 @@ def complete(prepared: Prepared, status: RunStatus, error: str | None, captured:
             pipe.execute()
     event = prepared.event  # a link's one line at INFO (recur_server.infra.logs: RQ's own are at DEBUG)
     where = (event["scheduled_job_id"], event["repeat_number"], event["retry_number"] + 1, event["scheduled_for"])
-    if schedule is None and not prepared.claim.detached:
-        # The finish lost its compare-and-set: the record stands as it was, and the line says so.
-        log.warning("run %s %s, but that outcome was not recorded: the run was finished already (written off while "
-                    "it ran, or by an earlier commit of this outcome whose answer was lost) or its schedule deleted: "
-                    "schedule %s tick %s attempt %s for %s", prepared.claim.run_id, status.value, *where)
+    lost = schedule is None and not prepared.claim.detached  # the finish lost its compare-and-set
+    why = _unrecorded(prepared.claim.run_id, status, error) if lost else None
+    if why is not None:  # the record stands as it was, and the line says so
+        log.warning("run %s %s, but that outcome was not recorded: %s: schedule %s tick %s attempt %s for %s",
+                    prepared.claim.run_id, status.value, why, *where)
     else:
-        log.info("run %s %s: schedule %s tick %s attempt %s for %s", prepared.claim.run_id, status.value, *where)
+        also = " (recorded: an earlier commit of it landed, or its schedule had moved on)" if lost else ""
+        log.info("run %s %s%s: schedule %s tick %s attempt %s for %s", prepared.claim.run_id, status.value, also,
+                 *where)
     logs.clear()
     return status.value
+
+
+def _unrecorded(run_id: str, status: RunStatus, error: str | None) -> str | None:
+    """Why a finish of a chain run found it finished already, from its row as it is now; None when the row holds
+    this very outcome (an earlier commit of it landed, and its answer was lost)."""
+    try:
+        found = finished_as(run_id)
+    except Exception:  # the database away again: say what it could have been
+        return "the run was finished already (written off while it ran, or by an earlier commit), or deleted"
+    if found is None:
+        return "its schedule was deleted while it ran"
+    if found == (status.value, error):
+        return None
+    recorded, its_error = found
+    return f"the run was finished already as {recorded}" + (f" ({its_error})" if its_error else "")
 
 
 def _record_outcome(prepared: Prepared, status: RunStatus, error: str | None,
