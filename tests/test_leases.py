@@ -82,31 +82,6 @@ def test_release_deletes_only_its_own_key(chain_app, holder):
     assert redis.get(lease_key("schedule")) == holder
 
 
-def test_a_written_off_run_that_ends_says_its_outcome_was_not_recorded(chain_app, fake_clock, caplog):
-    """Its task succeeded, but the run had been written off as worker_lost and its retry planned: the line at
-    INFO says what was recorded, not what the task did ("run X succeeded" read as if the tick had succeeded)."""
-    chain_app.config["RECUR_LEASE_SECONDS"] = LONG_LEASE
-    schedule = make_schedule(fake_clock.now, interval_seconds=10)
-    reconcile(fake_clock.now)
-    stalled = prepare(schedule.id, 0, 0, 0, fake_clock.set(next_due(chain_app)), "stalled-worker")
-    assert isinstance(stalled, Prepared)
-    get_redis(chain_app).delete(lease_key(schedule.id))
-    fake_clock.advance(seconds=LONG_LEASE + 1)
-    assert reconcile(fake_clock.now).runs_written_off == [stalled.claim.run_id]
-
-    with caplog.at_level(logging.INFO, logger="recur_server.chain.run"):
-        complete(stalled, RunStatus.SUCCEEDED, None)
-    lines = [(r.levelname, r.getMessage()) for r in caplog.records
-             if r.name == "recur_server.chain.run" and stalled.claim.run_id in r.getMessage()]
-    assert len(lines) == 1, lines
-    level, message = lines[0]
-    assert level == "WARNING" and "not recorded" in message, lines
-    written_off = [r for r in runs_of(schedule.id) if r.id == stalled.claim.run_id]
-    assert [r.status for r in written_off] == ["failed"]
-    # The line says what the run's row holds instead: failed, and the write-off's reason.
-    assert f"finished already as failed ({written_off[0].error})" in message, lines
-
-
 def _ended(caplog: pytest.LogCaptureFixture, prepared: Prepared, status: RunStatus) -> tuple[str, str]:
     with caplog.at_level(logging.INFO, logger="recur_server.chain.run"):
         complete(prepared, status, None)
@@ -124,6 +99,22 @@ def _running(chain_app, fake_clock) -> tuple[str, Prepared]:
     prepared = prepare(schedule.id, 0, 0, 0, fake_clock.set(next_due(chain_app)), "w1")
     assert isinstance(prepared, Prepared)
     return schedule.id, prepared
+
+
+def test_a_written_off_run_that_ends_says_its_outcome_was_not_recorded(chain_app, fake_clock, caplog):
+    """Its task succeeded, but the run had been written off as worker_lost and its retry planned: the line at
+    INFO says what was recorded, not what the task did ("run X succeeded" read as if the tick had succeeded)."""
+    schedule_id, stalled = _running(chain_app, fake_clock)
+    get_redis(chain_app).delete(lease_key(schedule_id))
+    fake_clock.advance(seconds=LONG_LEASE + 1)
+    assert reconcile(fake_clock.now).runs_written_off == [stalled.claim.run_id]
+
+    level, message = _ended(caplog, stalled, RunStatus.SUCCEEDED)
+    assert level == "WARNING" and "not recorded" in message, message
+    written_off = [r for r in runs_of(schedule_id) if r.id == stalled.claim.run_id]
+    assert [r.status for r in written_off] == ["failed"]
+    # The line says what the run's row holds instead: failed, and the write-off's reason.
+    assert f"finished already as failed ({written_off[0].error})" in message, message
 
 
 def test_a_run_whose_schedule_was_deleted_says_so(chain_app, fake_clock, caplog):
