@@ -1,4 +1,5 @@
-"""The workers' reconcile passes: one at a time, and once per period across all workers."""
+"""The workers' reconcile passes: one at a time, and once per period across all workers; and the background
+loop's mover, which no pass of the database holds up."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import threading
 import time
 from typing import Any
 
-from harness.chain_driver import make_schedule, scheduled_ids
-from recur_server.infra.extensions import get_redis
+import pytest
+
+from harness.chain_driver import make_schedule, next_due, scheduled_ids
+from harness.servers import wait_for
+from recur_server.chain.ids import link_id
+from recur_server.infra.extensions import get_queue, get_redis
 from recur_server.notify import watch
 from recur_server.services.reconcile_stats import read_stats
 from recur_server.workers import background
@@ -74,3 +79,31 @@ def test_a_stop_signal_that_comes_while_the_loop_holds_its_events_lock_does_not_
     handler.join(5)
     assert not handler.is_alive(), "the SIGTERM handler waited for the lock of the wait it interrupted"
     assert stop.wait(5) and stop.is_set()  # the loop, back from its wait, sees the stop
+
+
+@pytest.mark.parametrize("held", ["reconcile_once", "start_waiting"])
+def test_a_due_link_is_moved_while_a_database_pass_is_going(real_app, fake_clock, monkeypatch, held):
+    """A pass of the database can take seconds (a reconciler's sweep of a million schedules: 15-19 s; a
+    periodic pass while the workers are behind: 2.3 s), and with one worker its mover is the only one: a link
+    that comes due meanwhile is moved on time, not after the pass."""
+    schedule = make_schedule(fake_clock.now, interval_seconds=10)
+    going, release = threading.Event(), threading.Event()
+
+    def long_pass(*args: Any, **kwargs: Any) -> None:
+        going.set()
+        release.wait(60)
+
+    monkeypatch.setattr(background, held, long_pass)
+    stop = threading.Event()
+    loop = threading.Thread(target=background.run_background, args=(real_app, stop), daemon=True)
+    loop.start()
+    try:
+        wait_for(going.is_set, timeout=15, what=f"the loop to begin its pass ({held})")
+        fake_clock.set(next_due(real_app))
+        wait_for(lambda: get_queue(real_app).job_ids == [link_id(schedule.id, 0, 0)], timeout=15,
+                 what="the link moved while the pass is still going")
+    finally:
+        release.set()
+        stop.set()
+        loop.join(timeout=10)
+    assert not loop.is_alive()

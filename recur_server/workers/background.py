@@ -1,5 +1,6 @@
-"""The loop each worker process runs beside RQ: move due links promptly, reconcile every few seconds; and
-beside it, in a thread of its own, prune the history past its retention (recur_server.services.retention).
+"""The loop each worker process runs beside RQ: move due links the moment they are due; beside it, each in a
+thread of its own, the passes of the database (reconcile every few seconds, start parked and following runs)
+and the pruning of the history past its retention (recur_server.services.retention). No pass holds up a link.
 
 Reconciliation and pruning each run one at a time across all replicas under a Redis lock with an owner
 token (only its owner can release it; nobody can extend another's). Moving needs no lock.
@@ -194,10 +195,25 @@ def start_waiting(app: Flask) -> None:
 FOLD_SECONDS = 600.0  # how often a worker folds the metric files of its host's ended processes
 
 
+PASS_JOIN_SECONDS = 60.0  # how long a loop that ends waits for the pass going in its passes' thread
+
+
 def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = None,
                    identity: beats.Identity | None = None) -> None:
-    """Loop until `stop` is set (or the parent worker is gone): move due links, reconcile periodically, and with
-    `identity` (worker.py's), beat for the worker about once a second (recur_server.infra.worker_beats)."""
+    """Loop until `stop` is set (or the parent worker is gone): move due links the moment they are due, answer
+    Redis's lease pulse, and with `identity` (worker.py's) beat for the worker about once a second
+    (recur_server.infra.worker_beats). The passes of the database run beside it, in a thread of their own
+    (run_passes): a sweep of a million schedules takes 15-19 s, and with one worker its mover is the only one."""
+    ended = threading.Event()
+    passes = start_daemon(run_passes, "recur-passes", app, ended)
+    try:
+        _move(app, stop, parent_pid, identity)
+    finally:
+        ended.set()
+        passes.join(PASS_JOIN_SECONDS)
+
+
+def _move(app: Flask, stop: threading.Event, parent_pid: int | None, identity: beats.Identity | None) -> None:
     redis = get_redis(app)
     # Every queue's due links, whichever queues this worker's slots listen to: any worker moves them all.
     movers = [Mover(redis, queue_named(get_queue(app), name), result_ttl=app.config["RECUR_LINK_RESULT_TTL"])
@@ -205,7 +221,7 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
     max_sleep = app.config["RECUR_MOVER_MAX_SLEEP"]
     every = app.config["RECUR_RECONCILE_SECONDS"]
     lease_seconds, redis_timeout = app.config["RECUR_LEASE_SECONDS"], app.config["RECUR_REDIS_TIMEOUT_SECONDS"]
-    next_reconcile = next_waiting = next_pulse = next_fold = next_beat = 0.0
+    next_pulse = next_beat = 0.0
     while not stop.is_set():
         if parent_pid is not None and os.getppid() != parent_pid:
             return
@@ -223,27 +239,46 @@ def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = N
                 redis.set(BACKGROUND_SEEN_KEY, os.getpid(), px=max(BACKGROUND_SEEN_MS, int(every * 2000)))
             for mover in movers:
                 mover.move_due(clock.utcnow())
+            heads = [due for due in (mover.next_due() for mover in movers) if due is not None]
+            head = min(heads) if heads else None
+        except (RedisError, OSError) as exc:  # Redis away for a moment
+            log.warning("moving due links failed (%s); retrying", exc)
+            head = None
+            stop.wait(1.0)
+        except Exception:  # anything else is a bug: log it whole, but never stop moving every other link
+            log.exception("moving due links failed; retrying")
+            head = None
+            stop.wait(1.0)
+        wait = max_sleep if head is None else min(max_sleep, max(0.0, head - clock.utcnow().timestamp()))
+        stop.wait(wait)
+
+
+def run_passes(app: Flask, ended: threading.Event) -> None:
+    """The passes of the database, until `ended`: reconcile once per period across the cluster, start the
+    manual and backfill runs parked until they may, and the runs that follow others, about once a second, and
+    now and then fold the metric files of this host's ended processes."""
+    every = app.config["RECUR_RECONCILE_SECONDS"]
+    next_reconcile = next_waiting = next_fold = 0.0
+    while not ended.is_set():
+        try:
             if clock.monotonic() >= next_reconcile:
                 next_reconcile = clock.monotonic() + every
                 reconcile_once(app, every)
             if clock.monotonic() >= next_fold and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
                 next_fold = clock.monotonic() + FOLD_SECONDS  # files of this host's ended processes, into one
                 metrics_files.fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])
-            if clock.monotonic() >= next_waiting:  # manual and backfill runs parked until they may start
+            if clock.monotonic() >= next_waiting:
                 next_waiting = clock.monotonic() + waiting.WAITING_PASS_SECONDS
                 start_waiting(app)
-            heads = [due for due in (mover.next_due() for mover in movers) if due is not None]
-            head = min(heads) if heads else None
         except (RedisError, SQLAlchemyError, OSError) as exc:  # Redis or the database away for a moment
             log.warning("background pass failed (%s); retrying", exc)
-            head = None
-            stop.wait(1.0)
-        except Exception:  # anything else is a bug: log it whole, but never stop moving every other link
+            ended.wait(1.0)
+            continue
+        except Exception:  # anything else is a bug: log it whole, and go on passing
             log.exception("background pass failed; retrying")
-            head = None
-            stop.wait(1.0)
-        wait = max_sleep if head is None else min(max_sleep, max(0.0, head - clock.utcnow().timestamp()))
-        stop.wait(wait)
+            ended.wait(1.0)
+            continue
+        ended.wait(max(0.0, min(next_reconcile, next_waiting) - clock.monotonic()))
 
 
 def background_process_main(app: Flask, parent_pid: int | None, identity: beats.Identity | None = None) -> None:
