@@ -252,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", default=None,
                         help="scenario 4's numbers of schedules, comma-separated (default 10000,100000)")
     parser.add_argument("--estate", default=None,
-                        help="scenario 10's SCHEDULES:RATE:SECONDS (default 1000000:300:600)")
+                        help="scenario 10's SCHEDULES:RATE:SECONDS[:WORKERS] (default 1000000:300:600, one "
+                             "worker per core)")
     parser.add_argument("--history-runs", type=int, default=None,
                         help="scenario 8's runs in all (default 10,000,000; a fifth behind one schedule)")
     args = parser.parse_args(argv)
@@ -265,9 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.scale:
         config["scale"] = [int(count) for count in args.scale.split(",")]
     if args.estate:
-        schedules, rate, seconds = (int(part) for part in args.estate.split(":"))
+        schedules, rate, seconds, *workers = (int(part) for part in args.estate.split(":"))
         estate_spec: dict[str, Any] = dict(config["estate"])  # type: ignore[call-overload]
-        config["estate"] = {**estate_spec, "schedules": schedules, "rate": rate, "seconds": seconds}
+        config["estate"] = {**estate_spec, "schedules": schedules, "rate": rate, "seconds": seconds,
+                            "workers": workers[0] if workers else None}
     if args.history_runs:
         history_spec: dict[str, Any] = dict(config["history"])  # type: ignore[call-overload]
         config["history"] = {**history_spec, "runs": args.history_runs, "big": args.history_runs // 5}

@@ -1,5 +1,5 @@
 """Count what one link costs in round trips: `python -m bench.roundtrips [N] [--db postgres] [--simple] [--trace]
-[--on-time]`.
+[--on-time] [--wal]`.
 
 N schedules due now are drained in this process by the Procfile's worker class (RecurPoolWorker, its work
 process forked once; `--simple`: RecurSimpleWorker), on a fresh database and the bench's own redis-server.
@@ -11,12 +11,15 @@ each statement comes from. Rates here are one process's and say little; the benc
 The links are drained from a backlog, so each is late, and a late link's claim is the full one (catch-up may
 decide). `--on-time` counts what a link that arrives on time costs: the claim's lateness check is raised past the
 drain's length (each schedule here is hourly and runs once, so catch-up has nothing to decide either way).
+`--wal` (SQLite) also counts the pages a link writes to SQLite's log: its automatic checkpoints are off for the
+drain, so the log keeps one frame for each page each transaction wrote.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import sqlite3
 import sys
 import tempfile
 import time
@@ -89,6 +92,14 @@ def _count_driver() -> None:
     rawsql.Transaction._call = counted_call  # type: ignore[method-assign]
 
 
+def _sqlite(file: Path, pragma: str) -> Any:
+    connection = sqlite3.connect(file)
+    try:
+        return connection.execute(pragma).fetchone()[0]
+    finally:
+        connection.close()
+
+
 def main() -> None:
     from sqlalchemy import event
 
@@ -110,6 +121,12 @@ def main() -> None:
         from recur_server.chain import claim
 
         claim.LATE_CHECK_SECONDS = 3600.0
+    wal = "--wal" in sys.argv and database == "sqlite"
+    if wal:
+        from recur_server.infra import write_lock
+
+        pragmas = write_lock.pragmas
+        write_lock.pragmas = lambda: (*pragmas(), "wal_autocheckpoint=0")
     bench = Bench(Path(tempfile.mkdtemp(prefix="recur-roundtrips-")), database)
     try:
         env = bench.recur("roundtrips")
@@ -127,6 +144,11 @@ def main() -> None:
 
             queue = get_queue()
             Mover(get_redis(), queue).move_due(clock.utcnow())
+            file = Path(env.database_url.removeprefix("sqlite:///"))
+            log = file.with_name(file.name + "-wal")
+            if wal:
+                _sqlite(file, "PRAGMA wal_checkpoint(TRUNCATE)")
+            logged = log.stat().st_size if wal else 0
             counts.clear()
             where.clear()
             if "--simple" in sys.argv:
@@ -136,6 +158,9 @@ def main() -> None:
             started = time.monotonic()
             worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
             seconds = time.monotonic() - started
+            if wal:
+                page = int(_sqlite(file, "PRAGMA page_size"))
+                counts["SQLite log pages written"] = (log.stat().st_size - logged) // (page + 24)  # a frame's header
             db.session.remove()
         print(f"{count} links in {seconds:.2f} s ({database}, {type(worker).__name__}); per link:")
         for name, value in sorted(counts.items()):
