@@ -92,14 +92,6 @@ def _count_driver() -> None:
     rawsql.Transaction._call = counted_call  # type: ignore[method-assign]
 
 
-def _sqlite(file: Path, pragma: str) -> Any:
-    connection = sqlite3.connect(file)
-    try:
-        return connection.execute(pragma).fetchone()[0]
-    finally:
-        connection.close()
-
-
 def main() -> None:
     from sqlalchemy import event
 
@@ -144,11 +136,13 @@ def main() -> None:
 
             queue = get_queue()
             Mover(get_redis(), queue).move_due(clock.utcnow())
-            file = Path(env.database_url.removeprefix("sqlite:///"))
-            log = file.with_name(file.name + "-wal")
-            if wal:
-                _sqlite(file, "PRAGMA wal_checkpoint(TRUNCATE)")
-            logged = log.stat().st_size if wal else 0
+            log = env.db_path.with_name(env.db_path.name + "-wal")
+            logged = 0
+            if wal:  # the log emptied first: what the drain leaves in it, the links wrote
+                checkpoint = sqlite3.connect(env.db_path, isolation_level=None)
+                checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                checkpoint.close()
+                logged = log.stat().st_size
             counts.clear()
             where.clear()
             if "--simple" in sys.argv:
@@ -159,7 +153,7 @@ def main() -> None:
             worker.work(burst=True, with_scheduler=False, logging_level="WARNING")
             seconds = time.monotonic() - started
             if wal:
-                page = int(_sqlite(file, "PRAGMA page_size"))
+                page = int(env.query("PRAGMA page_size")[0][0])
                 counts["SQLite log pages written"] = (log.stat().st_size - logged) // (page + 24)  # a frame's header
             db.session.remove()
         print(f"{count} links in {seconds:.2f} s ({database}, {type(worker).__name__}); per link:")
