@@ -20,7 +20,7 @@ use_host_directory()  # before app imports prometheus-client
 
 from recur_server import create_app  # noqa: E402
 from recur_server.services.schema import ensure_schema  # noqa: E402
-from recur_server.workers.background import background_process_main, reconcile_once  # noqa: E402
+from recur_server.workers.background import background_process_main  # noqa: E402
 
 log = logging.getLogger("recur.background")
 
@@ -28,10 +28,8 @@ log = logging.getLogger("recur.background")
 def main() -> None:
     app = create_app()
     ensure_schema(app)
-    report = reconcile_once(app)
-    log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
     log.info("background process running: moving due links, reconciling, delivering, pruning")
-    background_process_main(app, None)
+    background_process_main(app, None, at_start=True)  # its startup pass beside its mover
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ class InRecurApp(_RecurWorker):
         sync_on_start(app)
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])
-        report = reconcile_once(app)
+        report = reconcile_once(app, at_start=True)  # a sweep only if the cluster has not swept lately
         log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
         if not background_seen(get_redis(app)):
             log.warning("no Recur background process has run in the last %d s: links due later wait in Redis "

@@ -1,6 +1,6 @@
-"""One Recur worker, as `recur worker [options]` runs it (and a checkout's `python worker.py`): startup recovery,
-then an RQ worker for links plus a process that moves due links onto the queue the moment they are due and
-reconciles every few seconds.
+"""One Recur worker, as `recur worker [options]` runs it (and a checkout's `python worker.py`): an RQ worker for
+links plus a process that moves due links onto the queue the moment they are due and, beside that, recovers
+(the startup pass) and reconciles every few seconds.
 
     recur worker                  # tasks run in a persistent work process: isolated, without a fork per link
     recur worker --fork           # a work process forked for each link (RQ's Worker): isolated, slower
@@ -75,8 +75,9 @@ def main() -> None:
     ensure_schema(app)
     sync_on_start(app)  # RECUR_SYNC_ON_START: the declared schedules, before this worker takes links
     fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])  # what this host's ended processes counted, kept in one file
-    report = reconcile_once(app, at_start=True)
-    log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
+    if args.burst:  # a drain of the queue: what the startup pass puts back is in it
+        report = reconcile_once(app, at_start=True)
+        log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
     with app.app_context():
         rows.warm_up()  # work horses inherit the rendered statements
         db.engine.dispose()
@@ -84,7 +85,10 @@ def main() -> None:
     name = args.name or f"recur-{socket.gethostname()}-{os.getpid()}"
     identity = Identity(name, os.getpid(), tuple(listens))  # what its background process beats for it
     helper = multiprocessing.get_context("fork").Process(
-        target=background_process_main, args=(app, os.getpid(), identity), name="recur-background", daemon=True
+        # Its startup pass goes beside its mover and this worker's slots (a sweep of a million schedules takes
+        # a minute): links already in Redis run meanwhile, and the worker beats from the start.
+        target=background_process_main, args=(app, os.getpid(), identity, not args.burst), name="recur-background",
+        daemon=True
     )
     helper.start()
     if app.config["RECUR_METRICS_PORT"]:  # a host with no web process: its counts are scraped here

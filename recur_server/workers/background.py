@@ -199,13 +199,14 @@ PASS_JOIN_SECONDS = 60.0  # how long a loop that ends waits for the pass going i
 
 
 def run_background(app: Flask, stop: threading.Event, parent_pid: int | None = None,
-                   identity: beats.Identity | None = None) -> None:
+                   identity: beats.Identity | None = None, at_start: bool = False) -> None:
     """Loop until `stop` is set (or the parent worker is gone): move due links the moment they are due, answer
     Redis's lease pulse, and with `identity` (worker.py's) beat for the worker about once a second
     (recur_server.infra.worker_beats). The passes of the database run beside it, in a thread of their own
-    (run_passes): a sweep of a million schedules takes 15-19 s, and with one worker its mover is the only one."""
+    (run_passes), the startup pass first `at_start`: a sweep of a million schedules takes 15-19 s (a minute at a
+    worker's start), and with one worker its mover is the only one."""
     ended = threading.Event()
-    passes = start_daemon(run_passes, "recur-passes", app, ended)
+    passes = start_daemon(run_passes, "recur-passes", app, ended, at_start)
     try:
         _move(app, stop, parent_pid, identity)
     finally:
@@ -253,14 +254,19 @@ def _move(app: Flask, stop: threading.Event, parent_pid: int | None, identity: b
         stop.wait(wait)
 
 
-def run_passes(app: Flask, ended: threading.Event) -> None:
-    """The passes of the database, until `ended`: reconcile once per period across the cluster, start the
-    manual and backfill runs parked until they may, and the runs that follow others, about once a second, and
-    now and then fold the metric files of this host's ended processes."""
+def run_passes(app: Flask, ended: threading.Event, at_start: bool = False) -> None:
+    """The passes of the database, until `ended`: reconcile once per period across the cluster (`at_start`, a
+    process's startup pass first: reconcile_once's at_start), start the manual and backfill runs parked until
+    they may, and the runs that follow others, about once a second, and now and then fold the metric files of
+    this host's ended processes."""
     every = app.config["RECUR_RECONCILE_SECONDS"]
     next_reconcile = next_waiting = next_fold = 0.0
     while not ended.is_set():
         try:
+            if at_start:  # until it ends: a pass that failed (the database away) is a startup pass again
+                report = reconcile_once(app, at_start=True)
+                log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
+                at_start, next_reconcile = False, clock.monotonic() + every
             if clock.monotonic() >= next_reconcile:
                 next_reconcile = clock.monotonic() + every
                 reconcile_once(app, every)
@@ -281,11 +287,13 @@ def run_passes(app: Flask, ended: threading.Event) -> None:
         ended.wait(max(0.0, min(next_reconcile, next_waiting) - clock.monotonic()))
 
 
-def background_process_main(app: Flask, parent_pid: int | None, identity: beats.Identity | None = None) -> None:
+def background_process_main(app: Flask, parent_pid: int | None, identity: beats.Identity | None = None,
+                            at_start: bool = False) -> None:
     """Entry of the forked helper process: exits on SIGTERM/SIGINT or when its worker dies (with no
     `parent_pid`, a process started on its own: background.py, beside `rq worker` processes). With `identity`,
     it beats for its worker, and takes the beat away when the worker is stopped (SIGTERM, Ctrl-C); a worker that
-    died without a word is gone once its last beat is older than the grace."""
+    died without a word is gone once its last beat is older than the grace. `at_start`: its process's startup
+    pass comes first among the passes, beside the mover (run_passes)."""
     stop = SignalledStop()  # its handler sets it without a lock (recur_server/infra/threads.py)
     signal.signal(signal.SIGTERM, stop.request)
     signal.signal(signal.SIGINT, stop.request)
@@ -293,7 +301,7 @@ def background_process_main(app: Flask, parent_pid: int | None, identity: beats.
     watching = watch.start_thread(app)  # webhooks and late schedules, beside the mover: never in its way
     start_daemon(run_pruning, "recur-prune", app, stop)
     try:
-        run_background(app, stop, parent_pid, identity)
+        run_background(app, stop, parent_pid, identity, at_start)
     finally:
         watching.set()
         if identity is not None and stop.is_set():  # a worker stopped; a killed one's beat lapses after the grace
