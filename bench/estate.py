@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 
 from bench.cpu import sample
 from bench.scale import used_memory
-from bench.stack import Bench, cores, utc
+from bench.stack import Bench, RecurEnv, cores, utc
 from bench.stats import lateness_summary
 from harness.servers import wait_for
 from recur_server.infra.extensions import db
@@ -85,8 +85,7 @@ def recur(bench: Bench, spec: dict[str, Any], say: Callable[[str], None]) -> dic
         origin = math.ceil(time.time() + setup)
         say(f"  inserting {count:,} schedules {counts}, first due from {setup:.0f} s on")
         started = time.monotonic()
-        for interval, (low, high) in _ranges(counts).items():
-            env.insert_schedules(workflow, high - low, interval, partial(_first_due, origin, interval, high - low))
+        insert_mix(env, workflow, counts, origin)
         insert_seconds = time.monotonic() - started
         memory_before = used_memory(redis)
         made = env.reconcile()
@@ -142,6 +141,12 @@ def _late_by(pairs: list[tuple[float, float]], start: int, end: int, step: int, 
         if started - nominal > late:
             counts[int((nominal - start) // step)] += 1
     return counts
+
+
+def insert_mix(env: RecurEnv, workflow: int, counts: dict[int, int], origin: int) -> None:
+    """Insert the schedules of `counts` in bulk, each first due at `origin` plus its offset within its interval."""
+    for interval, (low, high) in _ranges(counts).items():
+        env.insert_schedules(workflow, high - low, interval, partial(_first_due, origin, interval, high - low))
 
 
 def _first_due(origin: int, interval: int, count: int, index: int) -> datetime:
