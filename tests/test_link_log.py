@@ -24,8 +24,12 @@ def test_each_link_logs_one_line_at_info_naming_its_run_schedule_and_tick(stack:
                                                            "interval_seconds": 1, "total_repeats": 3})
     wait_for(lambda: stack.api.ok("GET", f"/api/v1/schedules/{schedule['id']}/")["status"] == "done", 60,
              what="three runs")
-    runs = {run["id"]: run for run in stack.api.runs(schedule["id"])}
-    assert len(runs) == 3
+    every = stack.api.runs(schedule["id"])
+    # A tick passed over on a loaded machine (due while a run went on, or missed by a late link) is a gap row of
+    # its policy, overlap skip or catch-up: no repeat number, and no link of its own to log a line.
+    runs = {run["id"]: run for run in every if run["repeat_number"] is not None}
+    assert len(runs) == 3, every
+    assert {run["status"] for run in every if run["repeat_number"] is None} <= {"skipped", "missed"}, every
     # The line is written once the outcome is committed and the successor handed off: the schedule can read
     # done a moment before its last line is out.
     info = wait_for(lambda: _info(worker.output(), schedule["id"], 3), 10, what="three lines at INFO",
