@@ -34,7 +34,7 @@ from recur_server.jobs import work_process_died  # noqa: E402
 from recur_server.processes.former_names import answer_to_former_names  # noqa: E402
 from recur_server.services.schema import ensure_schema  # noqa: E402
 from recur_server.workers import beats  # noqa: E402
-from recur_server.workers.background import BACKGROUND_SEEN_MS, background_seen, reconcile_once  # noqa: E402
+from recur_server.workers.background import BACKGROUND_SEEN_MS, background_seen, recover_at_start  # noqa: E402
 from recur_server.workers.pool_worker import RecurPoolWorker  # noqa: E402
 from recur_server.workers.worker import RecurSimpleWorker, RecurWorker  # noqa: E402
 
@@ -83,8 +83,7 @@ class InRecurApp(_RecurWorker):
         sync_on_start(app)
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])
-        report = reconcile_once(app, at_start=True)  # a sweep only if the cluster has not swept lately
-        log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
+        recover_at_start(app)  # a sweep only if the cluster has not swept lately
         if not background_seen(get_redis(app)):
             log.warning("no Recur background process has run in the last %d s: links due later wait in Redis "
                         "until one runs (python background.py)", BACKGROUND_SEEN_MS // 1000)

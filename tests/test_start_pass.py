@@ -13,6 +13,8 @@ from redis import Redis
 
 from harness.servers import Process, wait_for
 from harness.stack import Stack
+from recur_server.chain.leases import EPOCH_KEY
+from recur_server.workers.background import SWEPT_KEY
 
 pytestmark = pytest.mark.integration
 
@@ -57,8 +59,8 @@ def test_a_worker_runs_due_links_while_its_startup_pass_is_going(stack: Stack, t
 
 def test_rq_workers_startup_pass_sweeps_only_when_the_cluster_has_not_lately(stack: Stack) -> None:
     redis = Redis.from_url(stack.env["REDIS_URL"])
-    redis.set("recur:epoch", "2026-12-02T00:00:00+00:00")  # Redis has not lost its data
-    redis.set("recur:reconcile-swept", "1", px=60_000)  # and a sweep ended a moment ago
+    redis.set(EPOCH_KEY, "2026-12-02T00:00:00+00:00")  # Redis has not lost its data
+    redis.set(SWEPT_KEY, "1", px=60_000)  # and a sweep ended a moment ago
     worker = Process([sys.executable, "-m", "rq.cli", "worker", "-w", "rq_worker.Worker", "--url",
                       stack.env["REDIS_URL"], "--burst", "recur"], stack.env, stack.tmp_path / "rq-worker.log")
     stack.workers.append(worker)

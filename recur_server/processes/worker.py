@@ -32,7 +32,7 @@ from recur_server.jobs import work_process_died
 from recur_server.metrics import host_registry
 from recur_server.processes.former_names import answer_to_former_names
 from recur_server.services.schema import ensure_schema
-from recur_server.workers.background import background_process_main, reconcile_once
+from recur_server.workers.background import background_process_main, recover_at_start
 from recur_server.workers.beats import Identity
 from recur_server.workers.pool import Limits
 from recur_server.workers.pool_worker import RecurPoolWorker
@@ -76,8 +76,7 @@ def main() -> None:
     sync_on_start(app)  # RECUR_SYNC_ON_START: the declared schedules, before this worker takes links
     fold_ended(os.environ["PROMETHEUS_MULTIPROC_DIR"])  # what this host's ended processes counted, kept in one file
     if args.burst:  # a drain of the queue: what the startup pass puts back is in it
-        report = reconcile_once(app, at_start=True)
-        log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
+        recover_at_start(app)
     with app.app_context():
         rows.warm_up()  # work horses inherit the rendered statements
         db.engine.dispose()

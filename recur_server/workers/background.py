@@ -128,6 +128,12 @@ def reconcile_once(app: Flask, every: float | None = None, at_start: bool = Fals
     return _exclusive_pass(redis, RECONCILE_LOCK, RECONCILE_LOCK_MS, RECONCILED_KEY, every, "reconcile", work)
 
 
+def recover_at_start(app: Flask) -> None:
+    """A process's startup pass (reconcile_once's at_start), and its line in the log."""
+    report = reconcile_once(app, at_start=True)
+    log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
+
+
 PRUNE_LOCK = "recur:prune-lock"
 PRUNE_LOCK_MS = 10_000  # renewed before each batch: a holder killed mid-pass blocks the others briefly
 # Set for `every` seconds when a pruning pass ends (the cluster prunes once per period), and where the next
@@ -264,8 +270,7 @@ def run_passes(app: Flask, ended: threading.Event, at_start: bool = False) -> No
     while not ended.is_set():
         try:
             if at_start:  # until it ends: a pass that failed (the database away) is a startup pass again
-                report = reconcile_once(app, at_start=True)
-                log.info("startup recovery: %s", report if report is not None else "another process is reconciling")
+                recover_at_start(app)
                 at_start, next_reconcile = False, clock.monotonic() + every
             if clock.monotonic() >= next_reconcile:
                 next_reconcile = clock.monotonic() + every
